@@ -1,0 +1,172 @@
+/* alloc: initialisation and the dispatch between small and large objects. */
+#define _GNU_SOURCE
+#include "alloc.h"
+#include "canon.h"
+#include "fault.h"
+#include "fork.h"
+#include "large.h"
+#include "maplimit.h"
+#include "object.h"
+#include "options.h"
+#include "quarantine.h"
+#include "region.h"
+#include "report.h"
+#include "size_class.h"
+#include "small.h"
+#include "stats.h"
+#include "thread.h"
+
+#include <errno.h>
+#include <string.h>
+
+extern char **environ;
+
+atomic_int oscar_init_state;
+static oscar_lock init_lock = OSCAR_LOCK_INIT;
+
+/* Runs on the first allocation of the process (often inside ld.so or libc start-up), so it
+ * uses only system calls: nothing here may call malloc. */
+void oscar_init(void) {
+    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) == 2)
+        return;
+    oscar_lock_acquire(&init_lock);
+    if (atomic_load(&oscar_init_state) == 2) {
+        oscar_lock_release(&init_lock);
+        return;
+    }
+    atomic_store(&oscar_init_state, 1);
+    options_init(environ);
+    int err;
+    if ((err = region_init()) != 0)
+        report_fatal("cannot reserve address space for shadow pages (try a smaller "
+                     "OSCAR_VA_GIB)", err);
+    if ((err = canon_init()) != 0)
+        report_fatal("cannot create the canonical heap (memfd)", err);
+    if ((err = quarantine_init()) != 0)
+        report_fatal("cannot reserve the quarantine list", err);
+    if ((err = thread_init()) != 0)
+        report_fatal("cannot set up per-thread caches", err);
+    maplimit_init();
+    fault_init();
+    atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
+    oscar_lock_release(&init_lock);
+    /* pthread_atfork may allocate: only now that malloc works. */
+    fork_init();
+}
+
+__attribute__((constructor)) static void oscar_constructor(void) { oscar_init(); }
+
+__attribute__((destructor)) static void oscar_destructor(void) {
+    if (atomic_load(&oscar_init_state) != 2)
+        return;
+    thread_fold_all_stats();
+    stats_emit();
+}
+
+void *alloc_malloc(size_t size) {
+    if (likely(size <= OSCAR_SMALL_MAX))
+        return small_alloc(size_class_of(size), size);
+    return large_alloc(size, OSCAR_PAGE);
+}
+
+void *alloc_aligned(size_t size, size_t align) {
+    if (align <= OSCAR_MIN_ALIGN)
+        return alloc_malloc(size);
+    if (size <= OSCAR_SMALL_MAX) {
+        int cls = size_class_aligned(size, align);
+        if (cls >= 0)
+            return small_alloc((unsigned)cls, size);
+        if (size > OSCAR_SMALL_MAX)
+            size = OSCAR_SMALL_MAX + 1;
+    }
+    return large_alloc(size, align);
+}
+
+static void count_free(void) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_LIVE)
+        tc->n_free++;
+    else
+        stats_fold(0, 1, 0, 0, 0);
+}
+
+/* The live object that starts exactly at p, or a report. Returns its page entry. */
+static uint64_t live_entry_or_report(uintptr_t a, enum report_caller who) {
+    if (region_contains(a)) {
+        uint64_t e = region_load(a & ~(OSCAR_PAGE - 1));
+        enum page_kind k = entry_kind(e);
+        if (k == PK_SMALL &&
+            (a & (OSCAR_PAGE - 1)) == (uintptr_t)entry_slot(e) * class_size[entry_class(e)])
+            return e;
+        if (k == PK_LARGE && (a & (OSCAR_PAGE - 1)) == 0)
+            return e;
+    }
+    report_bad_pointer(a, object_describe(a), who);
+}
+
+void alloc_free(void *p, enum report_caller who) {
+    if (!p)
+        return;
+    uintptr_t a = (uintptr_t)p;
+    for (;;) {
+        uint64_t e = live_entry_or_report(a, who);
+        bool done = entry_kind(e) == PK_SMALL ? small_free(a, e) : large_free(a, e);
+        if (done)
+            break;
+        /* The entry changed under us: another thread freed it too; look again. */
+    }
+    count_free();
+}
+
+static size_t usable_of(uint64_t e) {
+    if (entry_kind(e) == PK_SMALL)
+        return class_size[entry_class(e)];
+    return large_len(entry_payload(e));
+}
+
+#define MOVE_THRESHOLD (256UL << 10) /* grow large objects by moving pages from here on */
+
+void *alloc_realloc(void *p, size_t size) {
+    if (!p)
+        return alloc_malloc(size);
+    uintptr_t a = (uintptr_t)p;
+    uint64_t e = live_entry_or_report(a, CALL_REALLOC);
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_LIVE)
+        tc->n_realloc++;
+    if (size == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
+        alloc_free(p, CALL_REALLOC);
+        return NULL;
+    }
+    /* Same size class or same pages: keep the address, record the new size. */
+    if (entry_kind(e) == PK_SMALL && size <= OSCAR_SMALL_MAX &&
+        size_class_of(size) == entry_class(e)) {
+        if (atomic_compare_exchange_strong(region_entry(a), &e, entry_with_size(e, size)))
+            return p;
+        return alloc_realloc(p, size); /* raced with a free: report it */
+    }
+    if (entry_kind(e) == PK_LARGE && size > OSCAR_SMALL_MAX && size <= LARGE_MAX &&
+        large_len(size) == large_len(entry_payload(e))) {
+        if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size)))
+            return p;
+        return alloc_realloc(p, size);
+    }
+    if (entry_kind(e) == PK_LARGE && size > entry_payload(e) && entry_payload(e) >= MOVE_THRESHOLD) {
+        void *q = large_grow_by_moving(a, e, size);
+        if (q)
+            return q;
+    }
+    void *q = alloc_malloc(size);
+    if (!q)
+        return NULL; /* errno is ENOMEM; p is untouched, as the standard requires */
+    size_t old = usable_of(e);
+    memcpy(q, p, old < size ? old : size);
+    alloc_free(p, CALL_REALLOC);
+    return q;
+}
+
+size_t alloc_usable_size(void *p) {
+    if (!p)
+        return 0;
+    return usable_of(live_entry_or_report((uintptr_t)p, CALL_USABLE_SIZE));
+}

@@ -1,0 +1,223 @@
+/* canon: see canon.h.
+ *
+ * Ordering between the owner of a span and threads freeing into it (Dekker style, all
+ * seq_cst): a freer sets the slot bit, decrements `claimed`, then reads `state`; an owner
+ * letting go stores DETACHED, then reads `claimed`. At least one of them sees the other,
+ * so a span with free slots is never left detached and unlisted. */
+#include "canon.h"
+#include "options.h"
+#include "os.h"
+#include "size_class.h"
+#include "stats.h"
+
+struct canon oscar_canon;
+
+struct pool {
+    oscar_lock lock;
+    struct span *head;
+};
+static struct pool class_pools[NUM_CLASSES];
+static struct pool empty_pool; /* punched spans ready for any class */
+
+void oscar_lock_acquire(oscar_lock *l) {
+    while (atomic_flag_test_and_set_explicit(&l->f, memory_order_acquire))
+        __builtin_ia32_pause();
+}
+
+int canon_init(void) {
+    int err = os_memfd("oscar-canonical-heap", &oscar_canon.fd);
+    if (err)
+        return err;
+    oscar_canon.span_pages = (unsigned)options_int(OPT_RUN_PAGES);
+    /* The memfd is sparse: its size costs nothing until pages are touched. */
+    uint64_t bytes = 1ULL << 40;
+    while (bytes >= (1ULL << 30) && os_ftruncate(oscar_canon.fd, bytes) != 0)
+        bytes >>= 1;
+    if (bytes < (1ULL << 30))
+        return 12;
+    oscar_canon.max_pages = bytes >> OSCAR_PAGE_SHIFT;
+    uint64_t nspans = oscar_canon.max_pages / oscar_canon.span_pages;
+    oscar_canon.spans = os_alloc_meta(nspans * sizeof(struct span), &err);
+    if (!oscar_canon.spans)
+        return err;
+    oscar_canon.bits = os_alloc_meta(oscar_canon.max_pages * sizeof(*oscar_canon.bits), &err);
+    if (!oscar_canon.bits)
+        return err;
+    return 0;
+}
+
+static void pool_push(struct pool *p, struct span *s) {
+    s->prev = NULL;
+    s->next = p->head;
+    if (p->head)
+        p->head->prev = s;
+    p->head = s;
+}
+
+static void pool_unlink(struct pool *p, struct span *s) {
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        p->head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+}
+
+/* Mark every slot of every page of s free for class cls. */
+static void span_format(struct span *s, unsigned cls) {
+    unsigned n = class_slots(cls);
+    uint64_t first = canon_span_first_page(s);
+    for (unsigned i = 0; i < oscar_canon.span_pages; i++) {
+        for (unsigned w = 0; w < 4; w++) {
+            unsigned lo = w * 64;
+            uint64_t word = n <= lo ? 0 : n - lo >= 64 ? ~0ULL : (1ULL << (n - lo)) - 1;
+            atomic_store_explicit(&oscar_canon.bits[first + i][w], word, memory_order_relaxed);
+        }
+    }
+    s->cls = (uint8_t)cls;
+    atomic_store(&s->claimed, 0);
+}
+
+struct span *canon_span_acquire(unsigned cls) {
+    struct pool *p = &class_pools[cls];
+    struct span *s = NULL;
+    oscar_lock_acquire(&p->lock);
+    if (p->head) {
+        s = p->head;
+        pool_unlink(p, s);
+        atomic_store(&s->state, SPAN_ACTIVE);
+    }
+    oscar_lock_release(&p->lock);
+    if (s)
+        return s;
+
+    oscar_lock_acquire(&empty_pool.lock);
+    if (empty_pool.head) {
+        s = empty_pool.head;
+        pool_unlink(&empty_pool, s);
+    }
+    oscar_lock_release(&empty_pool.lock);
+    if (!s) {
+        uint64_t nspans = oscar_canon.max_pages / oscar_canon.span_pages;
+        uint64_t id = atomic_fetch_add(&oscar_canon.next_span, 1);
+        if (id >= nspans)
+            return NULL;
+        s = &oscar_canon.spans[id];
+    }
+    span_format(s, cls);
+    atomic_store(&s->state, SPAN_ACTIVE);
+    stats_gauge_add(STAT_CANONICAL_BYTES, STAT_PEAK_CANONICAL_BYTES,
+                    (int64_t)oscar_canon.span_pages * (int64_t)OSCAR_PAGE);
+    return s;
+}
+
+/* s has no claimed slot and nobody owns or lists it: give its memory back. */
+static void span_release_memory(struct span *s) {
+    uint64_t first = canon_span_first_page(s);
+    os_punch_hole(oscar_canon.fd, first << OSCAR_PAGE_SHIFT,
+                  (uint64_t)oscar_canon.span_pages << OSCAR_PAGE_SHIFT);
+    stats_gauge_add(STAT_CANONICAL_BYTES, STAT_PEAK_CANONICAL_BYTES,
+                    -(int64_t)oscar_canon.span_pages * (int64_t)OSCAR_PAGE);
+    atomic_store(&s->state, SPAN_EMPTY);
+    oscar_lock_acquire(&empty_pool.lock);
+    pool_push(&empty_pool, s);
+    oscar_lock_release(&empty_pool.lock);
+}
+
+static uint32_t span_capacity(const struct span *s) {
+    return class_slots(s->cls) * oscar_canon.span_pages;
+}
+
+/* s is DETACHED and may have free slots: whoever wins the CAS lists it. */
+static void span_maybe_pool(struct span *s) {
+    uint8_t expect = SPAN_DETACHED;
+    if (atomic_load(&s->claimed) >= span_capacity(s))
+        return;
+    if (!atomic_compare_exchange_strong(&s->state, &expect, SPAN_POOLING))
+        return;
+    struct pool *p = &class_pools[s->cls];
+    oscar_lock_acquire(&p->lock);
+    if (atomic_load(&s->claimed) == 0) {
+        /* Everything was freed while it was detached. */
+        oscar_lock_release(&p->lock);
+        span_release_memory(s);
+        return;
+    }
+    pool_push(p, s);
+    atomic_store(&s->state, SPAN_POOLED);
+    oscar_lock_release(&p->lock);
+}
+
+void canon_span_detach(struct span *s) {
+    atomic_store(&s->state, SPAN_DETACHED);
+    span_maybe_pool(s);
+}
+
+int canon_claim_slot(uint64_t page) {
+    _Atomic uint64_t *w = oscar_canon.bits[page];
+    for (unsigned i = 0; i < 4; i++) {
+        uint64_t v = atomic_load_explicit(&w[i], memory_order_relaxed);
+        while (v) {
+            unsigned b = (unsigned)__builtin_ctzll(v);
+            if (atomic_compare_exchange_weak_explicit(&w[i], &v, v & (v - 1),
+                                                      memory_order_acquire,
+                                                      memory_order_relaxed))
+                return (int)(i * 64 + b);
+        }
+    }
+    return -1;
+}
+
+void canon_release_slot(uint64_t page, unsigned slot) {
+    struct span *s = canon_span_of(page);
+    atomic_fetch_or(&oscar_canon.bits[page][slot / 64], 1ULL << (slot % 64));
+    uint32_t left = atomic_fetch_sub(&s->claimed, 1) - 1;
+    uint8_t state = atomic_load(&s->state);
+    if (state == SPAN_DETACHED) {
+        span_maybe_pool(s);
+    } else if (state == SPAN_POOLED && left == 0) {
+        struct pool *p = &class_pools[s->cls];
+        oscar_lock_acquire(&p->lock);
+        /* Re-check under the lock: only an owner (which needs this lock to take the span
+         * from the pool) can raise `claimed` again. */
+        bool release = atomic_load(&s->state) == SPAN_POOLED && atomic_load(&s->claimed) == 0;
+        if (release) {
+            pool_unlink(p, s);
+            atomic_store(&s->state, SPAN_EMPTY);
+        }
+        oscar_lock_release(&p->lock);
+        if (release)
+            span_release_memory(s);
+    }
+}
+
+void canon_lock_all(void) {
+    for (unsigned c = 0; c < NUM_CLASSES; c++)
+        oscar_lock_acquire(&class_pools[c].lock);
+    oscar_lock_acquire(&empty_pool.lock);
+}
+
+void canon_unlock_all(void) {
+    oscar_lock_release(&empty_pool.lock);
+    for (unsigned c = NUM_CLASSES; c-- > 0;)
+        oscar_lock_release(&class_pools[c].lock);
+}
+
+int canon_copy_for_child(int *new_fd) {
+    int fd, err = os_memfd("oscar-canonical-heap", &fd);
+    if (err)
+        return err;
+    uint64_t bytes = oscar_canon.max_pages << OSCAR_PAGE_SHIFT;
+    err = os_ftruncate(fd, bytes);
+    if (!err) {
+        uint64_t used = atomic_load(&oscar_canon.next_span) * oscar_canon.span_pages;
+        err = os_copy_file(oscar_canon.fd, fd, used << OSCAR_PAGE_SHIFT);
+    }
+    if (err) {
+        os_close(fd);
+        return err;
+    }
+    *new_fd = fd;
+    return 0;
+}

@@ -1,0 +1,57 @@
+/* canon: the canonical heap. A memfd holds the bytes of every small object; it is carved
+ * into spans of RUN_PAGES pages, each given to one size class. Each canonical page has a
+ * bitmap of free slots (out of band); each span counts its claimed slots. A span is owned by
+ * at most one thread at a time (ACTIVE), which claims slots from it to build runs; frees
+ * from any thread release slots with atomics. A span whose slots are all free gives its
+ * memory back to the kernel (hole punch) and returns to the pool of empty spans. */
+#ifndef OSCAR_CANON_H
+#define OSCAR_CANON_H
+#include "oscar_internal.h"
+
+enum span_state {
+    SPAN_EMPTY = 0,    /* no class, memory punched (or never touched) */
+    SPAN_ACTIVE = 1,   /* owned by one thread cache, which claims slots from it */
+    SPAN_DETACHED = 2, /* full when its owner let go; nobody lists it */
+    SPAN_POOLING = 3,  /* being put into its class pool */
+    SPAN_POOLED = 4,   /* in its class pool: has free slots, no owner */
+};
+
+struct span {
+    _Atomic uint32_t claimed; /* slots handed out and not yet released */
+    _Atomic uint8_t state;
+    uint8_t cls;
+    struct span *next, *prev; /* class pool or empty list, under their locks */
+};
+
+struct canon {
+    int fd;
+    unsigned span_pages; /* RUN_PAGES */
+    uint64_t max_pages;  /* size of the memfd in pages */
+    struct span *spans;  /* indexed by span number */
+    _Atomic uint64_t (*bits)[4]; /* free-slot bitmap per canonical page (256 slots max) */
+    _Atomic uint64_t next_span;  /* never-used spans start here */
+};
+extern struct canon oscar_canon;
+
+int canon_init(void);
+static inline uint64_t canon_span_first_page(const struct span *s) {
+    return (uint64_t)(s - oscar_canon.spans) * oscar_canon.span_pages;
+}
+static inline struct span *canon_span_of(uint64_t page) {
+    return &oscar_canon.spans[page / oscar_canon.span_pages];
+}
+/* A span of class cls with free slots, now ACTIVE for the caller; NULL when the canonical
+ * heap is exhausted. */
+struct span *canon_span_acquire(unsigned cls);
+/* The owner lets go of an ACTIVE span. */
+void canon_span_detach(struct span *s);
+/* Claim one free slot of a canonical page; -1 if none. The caller then adds to claimed. */
+int canon_claim_slot(uint64_t page);
+/* Give slot back (after its shadow is revoked). Any thread. */
+void canon_release_slot(uint64_t page, unsigned slot);
+/* Child side of fork: switch to a private copy of the canonical heap (fork.c). */
+int canon_copy_for_child(int *new_fd);
+/* fork.c takes these in order: class pools (ascending), then the empty list. */
+void canon_lock_all(void);
+void canon_unlock_all(void);
+#endif

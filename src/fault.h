@@ -1,0 +1,5 @@
+#ifndef OSCAR_FAULT_H
+#define OSCAR_FAULT_H
+/* Install the SIGSEGV/SIGBUS handler that reports use-after-free (see fault.c). */
+void fault_init(void);
+#endif

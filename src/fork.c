@@ -1,0 +1,79 @@
+/* fork: the canonical heap is MAP_SHARED, so a forked child would share every small object
+ * with its parent. Before fork we copy the memfd in the kernel (holes stay holes); in the
+ * child we remap every run of shadows onto the copy, one mmap per kernel mapping (runs of
+ * consecutive canonical pages at consecutive addresses), not one per object.
+ *
+ * Lock order (prepare takes them top to bottom, parent and child release bottom to top):
+ *   1. thread registry, 2. fallback cache, 3. class pools in class order, 4. empty-span
+ *   pool, 5. quarantine.
+ * vfork and posix_spawn run no atfork handlers and need none: the child only execs. */
+#include "fork.h"
+#include "canon.h"
+#include "os.h"
+#include "quarantine.h"
+#include "region.h"
+#include "report.h"
+#include "stats.h"
+#include "thread.h"
+
+#include <pthread.h>
+
+static int child_fd = -1;
+static int copy_err;
+
+static void prepare(void) {
+    thread_lock_registry();
+    canon_lock_all();
+    quarantine_lock();
+    copy_err = canon_copy_for_child(&child_fd);
+}
+
+static void parent(void) {
+    if (!copy_err)
+        os_close(child_fd);
+    child_fd = -1;
+    quarantine_unlock();
+    canon_unlock_all();
+    thread_unlock_registry();
+}
+
+static bool maps_canonical(uint64_t e) {
+    enum page_kind k = entry_kind(e);
+    return k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED;
+}
+
+static void child(void) {
+    if (copy_err)
+        report_fatal("fork: cannot copy the canonical heap for the child", copy_err);
+    uintptr_t end = oscar_region.base + region_used();
+    for (uintptr_t p = oscar_region.base; p < end;) {
+        uint64_t e = region_load(p);
+        if (!maps_canonical(e)) {
+            p += OSCAR_PAGE;
+            continue;
+        }
+        uintptr_t q = p + OSCAR_PAGE;
+        uint64_t canon = entry_canon(e), next = canon + 1;
+        while (q < end) {
+            uint64_t f = region_load(q);
+            if (!maps_canonical(f) || entry_canon(f) != next)
+                break;
+            next++;
+            q += OSCAR_PAGE;
+        }
+        int err = os_map_shadow((void *)p, q - p, child_fd, canon << OSCAR_PAGE_SHIFT, 0);
+        if (err)
+            report_fatal("fork: cannot remap the heap in the child", err);
+        p = q;
+    }
+    os_close(oscar_canon.fd);
+    oscar_canon.fd = child_fd;
+    child_fd = -1;
+    stats_add(STAT_FORKS, 1);
+    thread_after_fork_child();
+    quarantine_unlock();
+    canon_unlock_all();
+    thread_unlock_registry();
+}
+
+void fork_init(void) { pthread_atfork(prepare, parent, child); }

@@ -1,0 +1,98 @@
+/* large: see large.h. */
+#include "large.h"
+#include "maplimit.h"
+#include "os.h"
+#include "region.h"
+#include "small.h"
+#include "stats.h"
+#include "thread.h"
+
+#include <errno.h>
+
+static void set_entries(uintptr_t a, size_t size) {
+    size_t pages = large_len(size) >> OSCAR_PAGE_SHIFT;
+    for (size_t i = 1; i < pages; i++)
+        region_store(a + (i << OSCAR_PAGE_SHIFT), entry_large(PK_LARGE_TAIL, i));
+    region_store(a, entry_large(PK_LARGE, size));
+}
+
+static void count_alloc(void) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_LIVE) {
+        tc->n_alloc++;
+        tc->n_large++;
+    } else {
+        stats_fold(1, 0, 0, 1, 0);
+    }
+}
+
+void *large_alloc(size_t size, size_t align) {
+    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
+        oscar_init();
+    if (size > LARGE_MAX || atomic_load(&oscar_init_state) != 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t len = large_len(size);
+    uintptr_t a = region_take(len, align);
+    if (!a) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    long delta = -shadow_revoke_delta(a, a + len - OSCAR_PAGE); /* the reverse of a revoke */
+    int err = os_map_private((void *)a, len);
+    if (err == ENOMEM) {
+        maplimit_on_enomem();
+        err = os_map_private((void *)a, len);
+    }
+    if (err) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    set_entries(a, size);
+    maplimit_add(delta);
+    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)len);
+    count_alloc();
+    return (void *)a;
+}
+
+bool large_free(uintptr_t a, uint64_t e) {
+    size_t len = large_len(entry_payload(e));
+    long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
+    if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_FREED)))
+        return false;
+    int err = os_revoke((void *)a, len);
+    if (err) {
+        /* Cannot split the mapping: the pages stay, never reused; still a double free
+         * if freed again. */
+        maplimit_on_enomem();
+        return true;
+    }
+    maplimit_add(delta);
+    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
+    return true;
+}
+
+void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size) {
+    size_t old_len = large_len(entry_payload(e)), new_len = large_len(new_size);
+    if (new_size > LARGE_MAX || new_len <= old_len)
+        return NULL;
+    uintptr_t b = region_take(new_len, OSCAR_PAGE);
+    if (!b)
+        return NULL;
+    /* Move the old pages without copying; the old range stays mapped (empty) until we
+     * revoke it below, so no hole ever opens in our region. */
+    if (os_move_pages((void *)a, (void *)b, old_len) != 0)
+        return NULL;
+    if (os_map_private((void *)(b + old_len), new_len - old_len) != 0) {
+        /* Put the pages back where they were; the caller copies instead. */
+        os_move_pages((void *)b, (void *)a, old_len);
+        return NULL;
+    }
+    set_entries(b, new_size);
+    maplimit_add(1);
+    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)new_len);
+    /* If another thread freed a at the same moment, its free reports the double free. */
+    large_free(a, e);
+    return (void *)b;
+}

@@ -1,0 +1,16 @@
+/* large: objects of more than SMALL_MAX bytes get private anonymous pages of their own at
+ * never-reused addresses in the shadow region (no aliasing needed: nothing else lives on
+ * their pages). free revokes them, which also returns their memory. */
+#ifndef OSCAR_LARGE_H
+#define OSCAR_LARGE_H
+#include "oscar_internal.h"
+
+void *large_alloc(size_t size, size_t align);
+/* Free the live large object at a (entry e). False if e changed under us. */
+bool large_free(uintptr_t a, uint64_t e);
+/* Grow a live large object by moving its pages (no copy). NULL if not possible. */
+void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size);
+/* Pages of a large object of this size. */
+static inline size_t large_len(size_t size) { return pages_for(size ? size : 1) << OSCAR_PAGE_SHIFT; }
+#define LARGE_MAX (1ULL << 56)
+#endif

@@ -1,0 +1,22 @@
+/* maplimit: the kernel's per-process mapping limit (vm.max_map_count, 65530 by default).
+ *
+ * We keep an estimate of the process's mappings: the count read from /proc/self/maps at
+ * start plus the change each of our own mmaps makes (computed from the page table's view
+ * of neighbouring pages). When the estimate reaches the soft limit (max_map_count minus
+ * OSCAR_MAP_RESERVE) we recount for real; if the process is really that close, Oscar
+ * degrades: a free whose revocation would split a mapping quarantines the object instead
+ * (its slot is never reused while its shadow stays mapped), and says so once on stderr.
+ * Below the soft limit again (with hysteresis), it revokes the quarantine. */
+#ifndef OSCAR_MAPLIMIT_H
+#define OSCAR_MAPLIMIT_H
+#include <stdbool.h>
+
+void maplimit_init(void);
+/* Our mappings changed by delta (estimate). */
+void maplimit_add(long delta);
+/* True when a revocation that adds `delta` mappings should be deferred. */
+bool maplimit_defer(long delta);
+/* An mmap of ours failed with ENOMEM: recount and degrade if that is why. */
+void maplimit_on_enomem(void);
+bool maplimit_degraded(void);
+#endif

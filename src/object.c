@@ -1,0 +1,45 @@
+/* object: see object.h. */
+#include "object.h"
+#include "size_class.h"
+
+struct object_info object_describe(uintptr_t addr) {
+    struct object_info o = {OBJ_NOT_OURS, false, 0, 0, 0};
+    if (!region_contains(addr))
+        return o;
+    o.state = OBJ_NEVER;
+    uintptr_t page = addr & ~(OSCAR_PAGE - 1);
+    uint64_t e = region_load(page);
+    switch (entry_kind(e)) {
+    case PK_NONE:
+    case PK_READY:
+        return o;
+    case PK_SMALL:
+    case PK_SMALL_FREED:
+    case PK_QUARANTINED: {
+        unsigned size = class_size[entry_class(e)];
+        uintptr_t start = page + (uintptr_t)entry_slot(e) * size;
+        if (addr < start || addr >= start + size)
+            return o; /* the rest of the page was never handed out through this shadow */
+        o.start = start;
+        o.size = entry_small_size(e);
+        o.entry = e;
+        o.state = entry_kind(e) == PK_SMALL         ? OBJ_LIVE
+                  : entry_kind(e) == PK_SMALL_FREED ? OBJ_FREED
+                                                    : OBJ_QUARANTINED;
+        return o;
+    }
+    case PK_LARGE_TAIL:
+        page -= entry_payload(e) << OSCAR_PAGE_SHIFT;
+        e = region_load(page);
+        /* fall through */
+    case PK_LARGE:
+    case PK_LARGE_FREED:
+        o.large = true;
+        o.start = page;
+        o.size = entry_payload(e);
+        o.entry = e;
+        o.state = entry_kind(e) == PK_LARGE ? OBJ_LIVE : OBJ_FREED;
+        return o;
+    }
+    return o;
+}

@@ -1,0 +1,44 @@
+/* os: the only module that issues system calls. Every function returns 0 or an errno value
+ * (or a value plus an error out-parameter); callers decide what an error means. Each call is
+ * counted in stats by kind. */
+#ifndef OSCAR_OS_H
+#define OSCAR_OS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Kernel-placed PROT_NONE, MAP_NORESERVE reservation (the shadow region). */
+void *os_reserve(size_t len, int *err);
+/* Kernel-placed read-write private anonymous memory for metadata (NORESERVE). */
+void *os_alloc_meta(size_t len, int *err);
+/* Replace [addr, addr+len) inside OUR reservation with a shared mapping of fd at off,
+ * pre-populated for writing when asked (one VMA when the file pages are consecutive). */
+int os_map_shadow(void *addr, size_t len, int fd, uint64_t off, int populate);
+/* Replace [addr, addr+len) inside our reservation with PROT_NONE (revocation). The pages
+ * merge back with neighbouring PROT_NONE reservation into one VMA. */
+int os_revoke(void *addr, size_t len);
+/* Replace [addr, addr+len) inside our reservation with fresh private read-write pages. */
+int os_map_private(void *addr, size_t len);
+/* Move the pages of [from, from+len) to [to, to+len) without copying, leaving `from`
+ * mapped (then revoked by the caller) so no hole ever opens in our region. */
+int os_move_pages(void *from, void *to, size_t len);
+/* Only for undoing our own failed initialisation: never on a heap address. */
+int os_unmap(void *addr, size_t len);
+int os_memfd(const char *name, int *fd);
+int os_ftruncate(int fd, uint64_t len);
+/* Give the memory of [off, off+len) of fd back to the kernel (reads return zeros). */
+int os_punch_hole(int fd, uint64_t off, uint64_t len);
+/* Copy [0, len) of src to dst in the kernel, skipping holes. */
+int os_copy_file(int src, int dst, uint64_t len);
+int os_close(int fd);
+/* write() the whole buffer, retrying on EINTR / short writes. Signal-safe. */
+int os_write_all(int fd, const void *buf, size_t len);
+/* Open for writing (create/truncate). */
+int os_open_write(const char *path, int *fd);
+/* Count the lines of a /proc file (e.g. /proc/self/maps) with a stack buffer. */
+int os_count_lines(const char *path, long *lines);
+/* Read a small decimal number from a file such as /proc/sys/vm/max_map_count. */
+int os_read_long(const char *path, long *value);
+long os_gettid(void);
+int os_getpid(void);
+#endif

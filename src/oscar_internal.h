@@ -1,0 +1,60 @@
+/* Oscar: shared definitions for every module of the runtime.
+ *
+ * Glossary
+ *   canonical page  A 4 KiB page of the memfd-backed canonical heap. It holds the bytes of
+ *                   small objects of one size class (slots) and is never handed to the user.
+ *   shadow page     A virtual page, mapped (MAP_SHARED) onto one canonical page, through which
+ *                   the user reaches exactly one object. free() revokes it (PROT_NONE), so any
+ *                   dangling pointer into it faults. Shadow addresses come from a bump pointer
+ *                   and are never reused.
+ *   span            RUN_PAGES consecutive canonical pages given to one size class.
+ *   run             The shadow pages created by one mmap: consecutive canonical pages of a
+ *                   span at consecutive shadow addresses, so the kernel keeps them as ONE
+ *                   mapping (VMA). A run holds one object per canonical page.
+ *   K               Objects per shadow page. This core is classic Oscar: K = 1.
+ *   large object    More than SMALL_MAX bytes: private anonymous pages of its own, taken from
+ *                   the same never-reused address region, revoked on free.
+ *   quarantine      Freed objects whose shadow we could not revoke (kernel mapping limit): the
+ *                   slot is never reused until the shadow is revoked.
+ *   page entry      8 bytes per shadow page in a flat table indexed by page number: what the
+ *                   page holds. All metadata is out of band: nothing next to user data is
+ *                   trusted.
+ */
+#ifndef OSCAR_INTERNAL_H
+#define OSCAR_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OSCAR_PAGE 4096UL
+#define OSCAR_PAGE_SHIFT 12
+#define OSCAR_SMALL_MAX 2048UL
+#define OSCAR_MIN_ALIGN 16UL
+#define OSCAR_MAX_RUN_PAGES 1024
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define OSCAR_HIDDEN __attribute__((visibility("hidden")))
+#define OSCAR_EXPORT __attribute__((visibility("default")))
+
+static inline uintptr_t align_up(uintptr_t v, uintptr_t a) { return (v + a - 1) & ~(a - 1); }
+static inline uintptr_t pages_for(size_t bytes) {
+    return (bytes + OSCAR_PAGE - 1) >> OSCAR_PAGE_SHIFT;
+}
+
+/* A tiny test-and-set lock for slow paths only (span pools, chunk lists, thread registry).
+ * Never taken on the malloc/free fast path; fork.c takes all of them in a documented order. */
+typedef struct { atomic_flag f; } oscar_lock;
+#define OSCAR_LOCK_INIT { ATOMIC_FLAG_INIT }
+void oscar_lock_acquire(oscar_lock *l);
+static inline void oscar_lock_release(oscar_lock *l) {
+    atomic_flag_clear_explicit(&l->f, memory_order_release);
+}
+
+/* Global initialisation (alloc.c). Idempotent, never allocates. */
+void oscar_init(void);
+extern atomic_int oscar_init_state; /* 0 = not started, 1 = running, 2 = done */
+
+#endif

@@ -1,0 +1,75 @@
+/* region: the shadow address region and its page table.
+ *
+ * One big PROT_NONE reservation holds every shadow page and every large object. Addresses
+ * are handed out by an atomic bump pointer and never handed out again; freed pages go back
+ * to PROT_NONE, so neither we nor the kernel's placement of a later mmap can ever put a
+ * mapping there. Each page of the region has an 8-byte entry in a flat table (O(1) lookup
+ * from any address to what the page holds). */
+#ifndef OSCAR_REGION_H
+#define OSCAR_REGION_H
+#include "oscar_internal.h"
+
+/* Page entry: kind in the low 3 bits, payload above. */
+enum page_kind {
+    PK_NONE = 0,        /* never handed out (PROT_NONE reservation, alignment gap) */
+    PK_READY = 1,       /* small shadow mapped, waiting in a thread cache */
+    PK_SMALL = 2,       /* small shadow holding a live object */
+    PK_SMALL_FREED = 3, /* small shadow revoked (PROT_NONE) */
+    PK_LARGE = 4,       /* first page of a live large object; payload = requested size */
+    PK_LARGE_FREED = 5, /* first page of a freed large object (PROT_NONE) */
+    PK_LARGE_TAIL = 6,  /* later page of a large object; payload = distance to first page */
+    PK_QUARANTINED = 7, /* small object freed but its shadow still mapped (mapping limit) */
+};
+
+/* Small payload: canonical page (34 bits) | size class (6) | slot (9) | requested size (12).
+ * K = 1, so the page entry describes its one object completely (reports name its size). */
+static inline uint64_t entry_small(enum page_kind k, uint64_t canon, unsigned cls,
+                                   unsigned slot, size_t size) {
+    return (uint64_t)k | canon << 3 | (uint64_t)cls << 37 | (uint64_t)slot << 43 |
+           (uint64_t)size << 52;
+}
+static inline enum page_kind entry_kind(uint64_t e) { return (enum page_kind)(e & 7); }
+static inline uint64_t entry_canon(uint64_t e) { return (e >> 3) & ((1ULL << 34) - 1); }
+static inline unsigned entry_class(uint64_t e) { return (unsigned)(e >> 37) & 63; }
+static inline unsigned entry_slot(uint64_t e) { return (unsigned)(e >> 43) & 511; }
+static inline size_t entry_small_size(uint64_t e) { return (size_t)(e >> 52); }
+static inline uint64_t entry_with_size(uint64_t e, size_t size) {
+    return (e & ((1ULL << 52) - 1)) | (uint64_t)size << 52;
+}
+static inline uint64_t entry_with_kind(uint64_t e, enum page_kind k) { return (e & ~7ULL) | k; }
+static inline uint64_t entry_large(enum page_kind k, uint64_t payload) {
+    return (uint64_t)k | payload << 3;
+}
+static inline uint64_t entry_payload(uint64_t e) { return e >> 3; }
+
+struct region {
+    uintptr_t base, end;
+    _Atomic uint64_t *table; /* one entry per page of [base, end) */
+    _Atomic uintptr_t bump;  /* next never-used address */
+};
+extern struct region oscar_region;
+
+static inline bool region_contains(uintptr_t a) {
+    return a - oscar_region.base < oscar_region.end - oscar_region.base;
+}
+static inline uintptr_t region_page_index(uintptr_t a) {
+    return (a - oscar_region.base) >> OSCAR_PAGE_SHIFT;
+}
+static inline _Atomic uint64_t *region_entry(uintptr_t a) {
+    return &oscar_region.table[region_page_index(a)];
+}
+static inline uint64_t region_load(uintptr_t a) {
+    return atomic_load_explicit(region_entry(a), memory_order_acquire);
+}
+static inline void region_store(uintptr_t a, uint64_t e) {
+    atomic_store_explicit(region_entry(a), e, memory_order_release);
+}
+
+/* Reserve the region (size from OSCAR_VA_GIB, halved until the kernel agrees). */
+int region_init(void);
+/* Take len bytes (multiple of a page) aligned to align from the bump pointer, or 0 when the
+ * region is exhausted. Lock-free. */
+uintptr_t region_take(size_t len, size_t align);
+/* Bytes of the region handed out so far. */
+uintptr_t region_used(void);
+#endif

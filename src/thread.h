@@ -1,0 +1,53 @@
+/* thread: per-thread state. Each thread has a cache of ready shadows per size class and a
+ * slice of shadow address space, so malloc and free take no lock. The state is created
+ * lazily on the thread's first allocation and handed back when the thread exits.
+ *
+ * Bootstrap: the TLS pointer starts at a static, empty cache whose lists are all empty,
+ * so the fast path never asks "am I initialised?": the first malloc simply misses and the
+ * slow path attaches a real cache. A thread that is attaching (pthread_setspecific may
+ * itself call calloc) or has torn down uses the shared fallback cache under a lock. */
+#ifndef OSCAR_THREAD_H
+#define OSCAR_THREAD_H
+#include "canon.h"
+#include "oscar_internal.h"
+#include "size_class.h"
+
+enum thread_state { TS_EMPTY, TS_LIVE, TS_DEAD, TS_FALLBACK };
+
+struct class_cache {
+    uint32_t count;     /* ready shadows in objs[0..count) (popped from the end) */
+    struct span *active; /* span this thread claims slots from, or NULL */
+    uintptr_t *objs;    /* RUN_PAGES entries */
+};
+
+struct thread_cache {
+    struct class_cache cls[NUM_CLASSES];
+    int state;
+    uintptr_t slice_cur, slice_end; /* this thread's never-reused shadow addresses */
+    /* Local counters, folded into stats in batches. */
+    uint64_t n_alloc, n_free, n_small, n_large, n_realloc;
+    struct thread_cache *next, *prev; /* registry of live caches / free list */
+    uintptr_t storage[];              /* NUM_CLASSES * RUN_PAGES object slots */
+};
+
+extern __thread struct thread_cache *oscar_tc __attribute__((tls_model("initial-exec")));
+
+int thread_init(void);      /* at global init: the key and the fallback cache */
+void thread_init_late(void); /* after init: atfork-safe pieces that may call malloc */
+/* A usable cache for the calling thread, attaching one if needed; NULL means: use the
+ * fallback under thread_fallback_lock. */
+struct thread_cache *thread_attach(void);
+extern struct thread_cache *thread_fallback;
+void thread_fallback_lock(void);
+void thread_fallback_unlock(void);
+/* Shadow address space for n pages from tc's slice (0 when the region is exhausted). */
+uintptr_t thread_take_shadow(struct thread_cache *tc, size_t pages);
+/* Fold tc's local counters into stats. */
+void thread_fold_stats(struct thread_cache *tc);
+/* Fold the counters of every live thread (at exit). */
+void thread_fold_all_stats(void);
+/* fork.c: the registry lock, and the child's reset of every other thread's cache. */
+void thread_lock_registry(void);
+void thread_unlock_registry(void);
+void thread_after_fork_child(void);
+#endif
