@@ -1,0 +1,67 @@
+/* Helpers shared by the test programs (not a program itself: only *.c and *.cc are built).
+ *
+ * Conventions the pytest side relies on:
+ *  - stdout is unbuffered (a program killed by a signal loses nothing it printed, and stdio
+ *    does not malloc a buffer behind the test's back);
+ *  - programs that report addresses print "name 0x<hex>" lines via print_ptr();
+ *  - "NOT REACHED" is printed right after an access or free that must be fatal;
+ *  - correctness programs print only values that are the same under every allocator
+ *    (never addresses), call check() for every expectation, and exit 1 after any "FAIL". */
+#ifndef OSCAR_TEST_COMMON_H
+#define OSCAR_TEST_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int test_failures;
+
+static inline void test_init(void) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+}
+
+static inline void print_ptr(const char *name, const void *p) {
+    printf("%s 0x%lx\n", name, (unsigned long)(uintptr_t)p);
+}
+
+/* Records a failed expectation; the program keeps going so one run shows every failure. */
+#define check(cond, what)                                                                      \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            printf("FAIL %s (%s:%d: %s)\n", (what), __FILE__, __LINE__, #cond);                \
+            test_failures++;                                                                   \
+        }                                                                                      \
+    } while (0)
+
+static inline int test_finish(void) {
+    if (test_failures) {
+        printf("%d failure(s)\n", test_failures);
+        return 1;
+    }
+    printf("OK\n");
+    return 0;
+}
+
+/* xorshift64*: deterministic, allocator-independent pseudo-random sizes and patterns. */
+static inline uint64_t rng_next(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static inline void fill_pattern(unsigned char *p, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)((seed * 131u) + i * 7u + (i >> 8));
+}
+
+static inline int check_pattern(const unsigned char *p, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != (unsigned char)((seed * 131u) + i * 7u + (i >> 8)))
+            return 0;
+    return 1;
+}
+
+#endif

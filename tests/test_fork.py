@@ -1,0 +1,27 @@
+"""fork(): isolation is covered in test_correctness (fork_isolation, fork_with_threads); here a
+use after free inside the child is caught in the child while the parent carries on."""
+
+import re
+import signal
+
+from conftest import location_line, parse_values
+
+
+def test_child_uaf_caught_in_child(runner):
+    res = runner.oscar("fork_child_uaf")
+    assert res.returncode == 0, "the parent must survive\n" + res.describe()
+    assert "NOT REACHED in child" not in res.stdout, res.describe()
+    assert "child killed by signal %d\n" % signal.SIGSEGV in res.stdout, res.describe()
+    assert 'parent still reads "shared before fork"' in res.stdout, res.describe()
+    v = parse_values(res.stdout)
+    lines = res.stderr.splitlines()
+    first = "oscar: heap-use-after-free on address 0x%x (READ)" % (v["ptr"] + 7)
+    assert first in lines, "the child did not report its use after free\n" + res.describe()
+    i = lines.index(first)
+    assert i + 1 < len(lines) and re.fullmatch(location_line(v["ptr"] + 7, v["ptr"], 200), lines[i + 1]), \
+        res.describe()
+
+
+def test_child_uaf_not_caught_under_glibc(runner):
+    res = runner.glibc("fork_child_uaf")
+    assert res.returncode == 0 and "child exited 0" in res.stdout, res.describe()

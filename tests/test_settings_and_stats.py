@@ -1,0 +1,78 @@
+"""OSCAR_* settings (bad values warn once and fall back) and the statistics outputs."""
+
+import json
+import re
+
+import pytest
+
+from conftest import LIB, assert_clean_run, assert_same_output, documented_counters
+
+
+@pytest.mark.parametrize("name,value", [
+    ("OSCAR_RUN_PAGES", "banana"),
+    ("OSCAR_RUN_PAGES", "12abc"),
+    ("OSCAR_RUN_PAGES", "-1"),
+    ("OSCAR_RUN_PAGES", "99999999999999999999999"),
+    ("OSCAR_STATS", "perhaps"),
+])
+def test_bad_setting_warns_once_and_runs(runner, name, value):
+    expected = runner.glibc("api_realloc")
+    res = runner.oscar("api_realloc", env={name: value})
+    lines = res.oscar_lines()
+    prefix = "oscar: warning: %s=%s is invalid" % (name, value)
+    assert len(lines) == 1 and lines[0].startswith(prefix), (
+        "expected exactly one line starting %r\n%s" % (prefix, res.describe()))
+    assert re.fullmatch(re.escape(prefix) + r" \(.+\); using default \S+", lines[0]), res.describe()
+    assert res.returncode == 0 and res.stdout == expected.stdout, res.describe()
+
+
+@pytest.mark.parametrize("env", [{"OSCAR_RUN_PAGES": "1"}, {"OSCAR_RUN_PAGES": "16"}, {"OSCAR_STATS": "0"}])
+def test_valid_setting_is_silent(runner, env):
+    expected = runner.glibc("api_realloc")
+    assert_same_output(runner.oscar("api_realloc", env=env), expected)
+
+
+def parse_stats(stderr):
+    stats = {}
+    for line in stderr.splitlines():
+        if line.startswith("oscar-stats:"):
+            m = re.fullmatch(r"oscar-stats: ([a-z_]+) (\d+)", line)
+            assert m, "malformed stats line %r" % line
+            stats[m.group(1)] = int(m.group(2))
+    return stats
+
+
+def test_stats_on_stderr(runner):
+    res = runner.oscar("stats_1000_mallocs", env={"OSCAR_STATS": "1"})
+    assert_clean_run(res)
+    stats = parse_stats(res.stderr)
+    assert stats.get("allocations", 0) >= 1000, res.describe()
+    assert stats.get("frees", 0) >= 1000, res.describe()
+
+
+def test_stats_list_every_documented_counter(runner):
+    res = runner.oscar("stats_1000_mallocs", env={"OSCAR_STATS": "1"})
+    stats = parse_stats(res.stderr)
+    missing = [c for c in documented_counters() if c not in stats]
+    assert not missing, "counters documented in docs/interfaces.md but not printed: %s" % missing
+
+
+def test_stats_off_by_default(runner):
+    res = runner.oscar("stats_1000_mallocs")
+    assert_clean_run(res)
+    assert "oscar-stats" not in res.stderr, res.describe()
+
+
+def test_stats_file_json(runner, tmp_path):
+    pattern = tmp_path / "stats-%p.json"
+    res = runner.oscar("stats_1000_mallocs", env={"OSCAR_STATS_FILE": str(pattern)})
+    assert_clean_run(res)
+    assert "oscar-stats" not in res.stderr, "OSCAR_STATS_FILE alone must not print to stderr"
+    path = tmp_path / ("stats-%d.json" % res.pid)
+    assert path.exists(), "expected %s; directory has %s" % (path, sorted(p.name for p in tmp_path.iterdir()))
+    data = json.loads(path.read_text())
+    assert isinstance(data, dict), data
+    missing = [c for c in documented_counters() if c not in data]
+    assert not missing, "counters missing from the JSON: %s" % missing
+    assert all(isinstance(v, int) for v in data.values()), data
+    assert data["allocations"] >= 1000 and data["frees"] >= 1000, data

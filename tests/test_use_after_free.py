@@ -1,0 +1,82 @@
+"""Use-after-free detection: SIGSEGV and the exact heap-use-after-free report.
+
+Each program prints `ptr` (the freed object), `size`, `offset` and `access` (the address it
+touches) before the bad access, and "NOT REACHED" after it.
+"""
+
+import signal
+
+import pytest
+
+from conftest import HEX, assert_report, hexaddr, location_line, parse_values
+
+
+def uaf_first_line(addr, kind):
+    return r"oscar: heap-use-after-free on address %s \(%s\)" % (hexaddr(addr), kind)
+
+
+def check_uaf(res, kind, size=None):
+    """Common checks: the access address is reported, with the offset inside the region that
+    starts at the freed pointer (and has the requested size, when the program knows it)."""
+    v = parse_values(res.stdout)
+    assert "ptr" in v and "access" in v, "program did not print its addresses\n" + res.describe()
+    size = size if size is not None else v.get("size")
+    if size is not None:
+        second = location_line(v["access"], v["ptr"], size)
+    else:
+        second = r"%s is located %d bytes inside of \d+-byte region \[%s,%s\)" % (
+            hexaddr(v["access"]), v["access"] - v["ptr"], hexaddr(v["ptr"]), HEX)
+    return assert_report(res, signal.SIGSEGV, uaf_first_line(v["access"], kind), second)
+
+
+@pytest.mark.parametrize("size_class", ["small", "medium", "large"])
+@pytest.mark.parametrize("kind", ["read", "write"])
+def test_uaf_by_size(runner, kind, size_class):
+    res = runner.oscar("uaf_%s_%s" % (kind, size_class))
+    check_uaf(res, kind.upper())
+
+
+@pytest.mark.parametrize("program,kind", [
+    ("uaf_realloc_moved", "READ"),       # old pointer of a realloc that moved the object
+    ("uaf_posix_memalign", "READ"),
+    ("uaf_aligned_alloc", "WRITE"),
+    ("uaf_strdup", "READ"),              # allocated inside libc
+    ("uaf_getline", "READ"),             # allocated (and grown) inside libc: size unknown
+    ("uaf_thread", "READ"),              # freed by one thread, used by another
+])
+def test_uaf_variants(runner, program, kind):
+    res = runner.oscar(program)
+    check_uaf(res, kind)
+
+
+def test_uaf_realloc_moved_contents_under_glibc(runner):
+    """The program itself is sound up to the bad access: realloc moves and keeps contents."""
+    res = runner.glibc("uaf_realloc_moved")
+    assert "realloc did not move" not in res.stdout and "lost the contents" not in res.stdout, res.describe()
+
+
+def test_cxx_delete_then_virtual_call(runner):
+    res = runner.oscar("uaf_cxx_virtual_call")
+    check_uaf(res, "READ")
+    assert res.stdout.count("METHOD BODY RAN") == 1, (
+        "the method body ran through the dangling pointer\n" + res.describe())
+
+
+def test_function_pointer_attack_blocked(runner):
+    """Oscar paper, Figure 1: calling through a dangling function pointer whose memory an
+    attacker re-allocated must fault on the load, never reach attacker()."""
+    res = runner.oscar("uaf_function_pointer_attack")
+    assert "ATTACKER CALLED" not in res.stdout, "the attack succeeded under oscar\n" + res.describe()
+    check_uaf(res, "READ")
+    v = parse_values(res.stdout)
+    assert v["spray"] != v["ptr"], "oscar handed the freed address out again\n" + res.describe()
+
+
+def test_function_pointer_attack_works_under_glibc(runner):
+    """The attack is real: under glibc the same-size malloc reuses the chunk and the dangling
+    call lands in attacker()."""
+    res = runner.glibc("uaf_function_pointer_attack")
+    assert res.returncode == 0, res.describe()
+    assert "ATTACKER CALLED" in res.stdout, res.describe()
+    v = parse_values(res.stdout)
+    assert v["spray"] == v["ptr"], res.describe()
