@@ -8,6 +8,8 @@
 #include "maplimit.h"
 #include "object.h"
 #include "options.h"
+#include "os.h"
+#include "packed.h"
 #include "quarantine.h"
 #include "region.h"
 #include "report.h"
@@ -36,6 +38,8 @@ void oscar_init(void) {
     }
     atomic_store(&oscar_init_state, 1);
     options_init(environ);
+    if (!options_int(OPT_GUARDS))
+        os_guards_disable();
     int err;
     if ((err = region_init()) != 0)
         report_fatal("cannot reserve address space for shadow pages (try a smaller "
@@ -100,6 +104,8 @@ static uint64_t live_entry_or_report(uintptr_t a, enum report_caller who) {
             return e;
         if (k == PK_LARGE && (a & (OSCAR_PAGE - 1)) == 0)
             return e;
+        if (k == PK_PACKED && packed_is_live(a, e))
+            return e;
     }
     report_bad_pointer(a, object_describe(a), who);
 }
@@ -110,7 +116,10 @@ void alloc_free(void *p, enum report_caller who) {
     uintptr_t a = (uintptr_t)p;
     for (;;) {
         uint64_t e = live_entry_or_report(a, who);
-        bool done = entry_kind(e) == PK_SMALL ? small_free(a, e) : large_free(a, e);
+        enum page_kind k = entry_kind(e);
+        bool done = k == PK_SMALL    ? small_free(a, e)
+                    : k == PK_PACKED ? packed_free(a, e)
+                                     : large_free(a, e);
         if (done)
             break;
         /* The entry changed under us: another thread freed it too; look again. */
@@ -119,7 +128,7 @@ void alloc_free(void *p, enum report_caller who) {
 }
 
 static size_t usable_of(uint64_t e) {
-    if (entry_kind(e) == PK_SMALL)
+    if (entry_kind(e) == PK_SMALL || entry_kind(e) == PK_PACKED)
         return class_size[entry_class(e)];
     return large_len(entry_payload(e));
 }
@@ -145,6 +154,9 @@ void *alloc_realloc(void *p, size_t size) {
             return p;
         return alloc_realloc(p, size); /* raced with a free: report it */
     }
+    if (entry_kind(e) == PK_PACKED && size <= OSCAR_SMALL_MAX &&
+        size_class_of(size) == entry_class(e))
+        return p; /* packed objects do not record their requested size */
     if (entry_kind(e) == PK_LARGE && size > OSCAR_SMALL_MAX && size <= LARGE_MAX &&
         large_len(size) == large_len(entry_payload(e))) {
         if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size)))

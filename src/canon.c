@@ -79,19 +79,9 @@ static void span_format(struct span *s, unsigned cls) {
     atomic_store(&s->claimed, 0);
 }
 
-struct span *canon_span_acquire(unsigned cls) {
-    struct pool *p = &class_pools[cls];
+/* A span nobody uses: from the empty pool, else never used before; NULL when exhausted. */
+static struct span *take_unused_span(void) {
     struct span *s = NULL;
-    oscar_lock_acquire(&p->lock);
-    if (p->head) {
-        s = p->head;
-        pool_unlink(p, s);
-        atomic_store(&s->state, SPAN_ACTIVE);
-    }
-    oscar_lock_release(&p->lock);
-    if (s)
-        return s;
-
     oscar_lock_acquire(&empty_pool.lock);
     if (empty_pool.head) {
         s = empty_pool.head;
@@ -105,15 +95,71 @@ struct span *canon_span_acquire(unsigned cls) {
             return NULL;
         s = &oscar_canon.spans[id];
     }
-    span_format(s, cls);
-    atomic_store(&s->state, SPAN_ACTIVE);
     stats_gauge_add(STAT_CANONICAL_BYTES, STAT_PEAK_CANONICAL_BYTES,
                     (int64_t)oscar_canon.span_pages * (int64_t)OSCAR_PAGE);
     return s;
 }
 
+struct span *canon_span_acquire(unsigned cls) {
+    struct pool *p = &class_pools[cls];
+    struct span *s = NULL;
+    oscar_lock_acquire(&p->lock);
+    if (p->head) {
+        s = p->head;
+        pool_unlink(p, s);
+        atomic_store(&s->state, SPAN_ACTIVE);
+    }
+    oscar_lock_release(&p->lock);
+    if (s)
+        return s;
+    s = take_unused_span();
+    if (!s)
+        return NULL;
+    span_format(s, cls);
+    atomic_store(&s->state, SPAN_ACTIVE);
+    return s;
+}
+
+struct span *canon_span_acquire_packed(unsigned cls) {
+    struct span *s = take_unused_span();
+    if (!s)
+        return NULL;
+    uint64_t first = canon_span_first_page(s);
+    for (unsigned i = 0; i < oscar_canon.span_pages; i++)
+        for (unsigned w = 0; w < 4; w++)
+            atomic_store_explicit(&oscar_canon.bits[first + i][w], 0, memory_order_relaxed);
+    s->cls = (uint8_t)cls;
+    s->packed_shadow = 0;
+    atomic_store(&s->claimed, class_slots(cls) * oscar_canon.span_pages);
+    atomic_store(&s->state, SPAN_PACKED);
+    return s;
+}
+
+int canon_packed_free_slot(uint64_t page, unsigned slot) {
+    _Atomic uint64_t *w = oscar_canon.bits[page];
+    uint64_t bit = 1ULL << (slot % 64);
+    if (atomic_fetch_or(&w[slot / 64], bit) & bit)
+        return -1;
+    unsigned n = class_slots(canon_span_of(page)->cls);
+    for (unsigned i = 0; i < 4; i++) {
+        unsigned lo = i * 64;
+        uint64_t full = n <= lo ? 0 : n - lo >= 64 ? ~0ULL : (1ULL << (n - lo)) - 1;
+        if (atomic_load(&w[i]) != full)
+            return 0;
+    }
+    return 1;
+}
+
+bool canon_slot_is_free(uint64_t page, unsigned slot) {
+    return atomic_load(&oscar_canon.bits[page][slot / 64]) >> (slot % 64) & 1;
+}
+
+bool canon_packed_release(struct span *s, uint32_t n) {
+    return atomic_fetch_sub(&s->claimed, n) == n;
+}
+
 /* s has no claimed slot and nobody owns or lists it: give its memory back. */
-static void span_release_memory(struct span *s) {
+void canon_span_release_memory(struct span *s) {
     uint64_t first = canon_span_first_page(s);
     os_punch_hole(oscar_canon.fd, first << OSCAR_PAGE_SHIFT,
                   (uint64_t)oscar_canon.span_pages << OSCAR_PAGE_SHIFT);
@@ -141,7 +187,7 @@ static void span_maybe_pool(struct span *s) {
     if (atomic_load(&s->claimed) == 0) {
         /* Everything was freed while it was detached. */
         oscar_lock_release(&p->lock);
-        span_release_memory(s);
+        canon_span_release_memory(s);
         return;
     }
     pool_push(p, s);
@@ -188,7 +234,7 @@ void canon_release_slot(uint64_t page, unsigned slot) {
         }
         oscar_lock_release(&p->lock);
         if (release)
-            span_release_memory(s);
+            canon_span_release_memory(s);
     }
 }
 

@@ -14,12 +14,14 @@ enum span_state {
     SPAN_DETACHED = 2, /* full when its owner let go; nobody lists it */
     SPAN_POOLING = 3,  /* being put into its class pool */
     SPAN_POOLED = 4,   /* in its class pool: has free slots, no owner */
+    SPAN_PACKED = 5,   /* mapped whole by packed shadows (packed.h); never pooled */
 };
 
 struct span {
     _Atomic uint32_t claimed; /* slots handed out and not yet released */
     _Atomic uint8_t state;
     uint8_t cls;
+    uintptr_t packed_shadow;  /* SPAN_PACKED: address of the shadow of its first page */
     struct span *next, *prev; /* class pool or empty list, under their locks */
 };
 
@@ -49,6 +51,17 @@ void canon_span_detach(struct span *s);
 int canon_claim_slot(uint64_t page);
 /* Give slot back (after its shadow is revoked). Any thread. */
 void canon_release_slot(uint64_t page, unsigned slot);
+/* Packed spans: a never-used (or punched) span of class cls, every slot claimed at once;
+ * NULL when the canonical heap is exhausted. */
+struct span *canon_span_acquire_packed(unsigned cls);
+/* A packed object's slot is freed: -1 if it already was (double free), 1 if every slot of
+ * its page is now free, 0 otherwise. */
+int canon_packed_free_slot(uint64_t page, unsigned slot);
+bool canon_slot_is_free(uint64_t page, unsigned slot);
+/* n slots of packed span s were freed; true when none is left (the caller revokes its
+ * shadows, then calls canon_span_release_memory). */
+bool canon_packed_release(struct span *s, uint32_t n);
+void canon_span_release_memory(struct span *s);
 /* Child side of fork: switch to a private copy of the canonical heap (fork.c). */
 int canon_copy_for_child(int *new_fd);
 /* fork.c takes these in order: class pools (ascending), then the empty list. */

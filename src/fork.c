@@ -16,6 +16,7 @@
 #include "stats.h"
 #include "thread.h"
 
+#include <errno.h>
 #include <pthread.h>
 
 static int child_fd = -1;
@@ -39,7 +40,24 @@ static void parent(void) {
 
 static bool maps_canonical(uint64_t e) {
     enum page_kind k = entry_kind(e);
-    return k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED;
+    return k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED || k == PK_PACKED ||
+           k == PK_SMALL_GUARDED;
+}
+
+/* Remapping a run clears its guard markers: put them back, a stretch at a time. */
+static void reguard(uintptr_t p, uintptr_t q) {
+    while (p < q) {
+        if (entry_kind(region_load(p)) != PK_SMALL_GUARDED) {
+            p += OSCAR_PAGE;
+            continue;
+        }
+        uintptr_t r = p + OSCAR_PAGE;
+        while (r < q && entry_kind(region_load(r)) == PK_SMALL_GUARDED)
+            r += OSCAR_PAGE;
+        if (os_guard((void *)p, r - p) != 0)
+            report_fatal("fork: cannot revoke freed objects in the child", ENOMEM);
+        p = r;
+    }
 }
 
 static void child(void) {
@@ -64,6 +82,7 @@ static void child(void) {
         int err = os_map_shadow((void *)p, q - p, child_fd, canon << OSCAR_PAGE_SHIFT, 0);
         if (err)
             report_fatal("fork: cannot remap the heap in the child", err);
+        reguard(p, q);
         p = q;
     }
     os_close(oscar_canon.fd);

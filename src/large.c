@@ -3,7 +3,7 @@
 #include "maplimit.h"
 #include "os.h"
 #include "region.h"
-#include "small.h"
+#include "mapview.h"
 #include "stats.h"
 #include "thread.h"
 
@@ -39,7 +39,7 @@ void *large_alloc(size_t size, size_t align) {
         errno = ENOMEM;
         return NULL;
     }
-    long delta = -shadow_revoke_delta(a, a + len - OSCAR_PAGE); /* the reverse of a revoke */
+    long delta = mapview_delta(a, a + len - OSCAR_PAGE, VIEW_ANON, 0);
     int err = os_map_private((void *)a, len);
     if (err == ENOMEM) {
         maplimit_on_enomem();
@@ -58,7 +58,27 @@ void *large_alloc(size_t size, size_t align) {
 
 bool large_free(uintptr_t a, uint64_t e) {
     size_t len = large_len(entry_payload(e));
+    if (os_guards_usable()) {
+        /* Guard markers drop the pages and fault every access, without a new mapping. */
+        if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_GUARDED)))
+            return false;
+        if (os_guard((void *)a, len) == 0) {
+            stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
+            return true;
+        }
+        region_store(a, e); /* refused: take the mmap path */
+    }
     long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
+    if (maplimit_degraded()) {
+        /* Near the limit, PROT_NONE here would split a mapping now or leave a gap that
+         * isolates the next large object: drop the memory and keep the pages mapped
+         * (never reused; a late access reads zeros instead of faulting). */
+        if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_GUARDED)))
+            return false;
+        os_drop((void *)a, len);
+        stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
+        return true;
+    }
     if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_FREED)))
         return false;
     int err = os_revoke((void *)a, len);

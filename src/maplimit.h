@@ -1,7 +1,7 @@
 /* maplimit: the kernel's per-process mapping limit (vm.max_map_count, 65530 by default).
  *
  * We keep an estimate of the process's mappings: the count read from /proc/self/maps at
- * start plus the change each of our own mmaps makes (computed from the page table's view
+ * start plus the change each of our own mmaps makes (mapview.h), recounted now and then
  * of neighbouring pages). When the estimate reaches the soft limit (max_map_count minus
  * OSCAR_MAP_RESERVE) we recount for real; if the process is really that close, Oscar
  * degrades: a free whose revocation would split a mapping quarantines the object instead

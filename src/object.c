@@ -1,5 +1,6 @@
 /* object: see object.h. */
 #include "object.h"
+#include "canon.h"
 #include "size_class.h"
 
 struct object_info object_describe(uintptr_t addr) {
@@ -15,6 +16,7 @@ struct object_info object_describe(uintptr_t addr) {
         return o;
     case PK_SMALL:
     case PK_SMALL_FREED:
+    case PK_SMALL_GUARDED:
     case PK_QUARANTINED: {
         unsigned size = class_size[entry_class(e)];
         uintptr_t start = page + (uintptr_t)entry_slot(e) * size;
@@ -24,8 +26,23 @@ struct object_info object_describe(uintptr_t addr) {
         o.size = entry_small_size(e);
         o.entry = e;
         o.state = entry_kind(e) == PK_SMALL         ? OBJ_LIVE
-                  : entry_kind(e) == PK_SMALL_FREED ? OBJ_FREED
-                                                    : OBJ_QUARANTINED;
+                  : entry_kind(e) == PK_QUARANTINED ? OBJ_QUARANTINED
+                                                    : OBJ_FREED;
+        return o;
+    }
+    case PK_PACKED:
+    case PK_PACKED_FREED: {
+        unsigned size = class_size[entry_class(e)];
+        uintptr_t slot = (addr - page) / size;
+        if (slot >= class_slots(entry_class(e)))
+            return o; /* the page's tail, past its last slot */
+        o.start = page + slot * size;
+        o.size = size; /* packed objects do not record their requested size */
+        o.entry = e;
+        o.state = entry_kind(e) == PK_PACKED_FREED ||
+                          canon_slot_is_free(entry_canon(e), (unsigned)slot)
+                      ? OBJ_FREED
+                      : OBJ_LIVE;
         return o;
     }
     case PK_LARGE_TAIL:
@@ -34,6 +51,7 @@ struct object_info object_describe(uintptr_t addr) {
         /* fall through */
     case PK_LARGE:
     case PK_LARGE_FREED:
+    case PK_LARGE_GUARDED:
         o.large = true;
         o.start = page;
         o.size = entry_payload(e);

@@ -81,6 +81,31 @@ int os_revoke(void *addr, size_t len) {
     return p ? 0 : err;
 }
 
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+static atomic_int guards_usable = 1;
+
+bool os_guards_usable(void) { return atomic_load_explicit(&guards_usable, memory_order_relaxed); }
+void os_guards_disable(void) { atomic_store(&guards_usable, 0); }
+
+int os_guard(void *addr, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    int err;
+    do
+        err = err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_GUARD_INSTALL, 0, 0, 0));
+    while (err == EINTR || err == EAGAIN);
+    if (err == EINVAL || err == ENOSYS || err == EPERM)
+        os_guards_disable();
+    return err;
+}
+
+int os_drop(void *addr, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_DONTNEED, 0, 0, 0));
+}
+
 int os_map_private(void *addr, size_t len) {
     int err;
     void *p = mmap_raw(addr, len, PROT_READ | PROT_WRITE,

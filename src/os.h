@@ -3,6 +3,7 @@
  * counted in stats by kind. */
 #ifndef OSCAR_OS_H
 #define OSCAR_OS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,6 +18,15 @@ int os_map_shadow(void *addr, size_t len, int fd, uint64_t off, int populate);
 /* Replace [addr, addr+len) inside our reservation with PROT_NONE (revocation). The pages
  * merge back with neighbouring PROT_NONE reservation into one VMA. */
 int os_revoke(void *addr, size_t len);
+/* Install guard markers on [addr, addr+len) (MADV_GUARD_INSTALL): every access faults,
+ * the pages' memory is dropped from this mapping, and the kernel mapping is NOT split.
+ * Returns EINVAL (and remembers it) on kernels without guards for such a mapping. */
+int os_guard(void *addr, size_t len);
+/* False once the kernel refused a guard, or when OSCAR_GUARDS=0 turned them off. */
+bool os_guards_usable(void);
+void os_guards_disable(void);
+/* Give the memory of private pages back (MADV_DONTNEED); the mapping stays. */
+int os_drop(void *addr, size_t len);
 /* Replace [addr, addr+len) inside our reservation with fresh private read-write pages. */
 int os_map_private(void *addr, size_t len);
 /* Move the pages of [from, from+len) to [to, to+len) without copying, leaving `from`

@@ -9,38 +9,46 @@
 #define OSCAR_REGION_H
 #include "oscar_internal.h"
 
-/* Page entry: kind in the low 3 bits, payload above. */
+/* Page entry: kind in the low 4 bits, payload above. */
 enum page_kind {
-    PK_NONE = 0,        /* never handed out (PROT_NONE reservation, alignment gap) */
-    PK_READY = 1,       /* small shadow mapped, waiting in a thread cache */
-    PK_SMALL = 2,       /* small shadow holding a live object */
-    PK_SMALL_FREED = 3, /* small shadow revoked (PROT_NONE) */
-    PK_LARGE = 4,       /* first page of a live large object; payload = requested size */
-    PK_LARGE_FREED = 5, /* first page of a freed large object (PROT_NONE) */
-    PK_LARGE_TAIL = 6,  /* later page of a large object; payload = distance to first page */
-    PK_QUARANTINED = 7, /* small object freed but its shadow still mapped (mapping limit) */
+    PK_NONE = 0,         /* never handed out (PROT_NONE reservation, alignment gap) */
+    PK_READY = 1,        /* small shadow mapped, waiting in a thread cache */
+    PK_SMALL = 2,        /* small shadow holding a live object */
+    PK_SMALL_FREED = 3,  /* small shadow revoked (PROT_NONE) */
+    PK_LARGE = 4,        /* first page of a live large object; payload = requested size */
+    PK_LARGE_FREED = 5,  /* first page of a freed large object (PROT_NONE) */
+    PK_LARGE_TAIL = 6,   /* later page of a large object; payload = distance to first page */
+    PK_QUARANTINED = 7,  /* small object freed but its shadow still mapped (mapping limit) */
+    PK_PACKED = 8,       /* shadow of a whole canonical page, one object per slot (packed.h) */
+    PK_PACKED_FREED = 9, /* packed shadow revoked: every object on it was freed */
+    PK_SMALL_GUARDED = 10, /* small object freed; its shadow page carries a guard marker
+                            * (still part of its run's kernel mapping) */
+    PK_LARGE_GUARDED = 11, /* first page of a freed large object still mapped as private
+                            * memory: guard markers, or (mapping limit, no guards) dropped */
 };
+#define ENTRY_KIND_BITS 4
 
-/* Small payload: canonical page (34 bits) | size class (6) | slot (9) | requested size (12).
- * K = 1, so the page entry describes its one object completely (reports name its size). */
+/* Small payload: canonical page (32 bits) | size class (6) | slot (9) | requested size (12).
+ * K = 1, so the page entry describes its one object completely (reports name its size).
+ * Packed pages use the canonical page and class only. */
 static inline uint64_t entry_small(enum page_kind k, uint64_t canon, unsigned cls,
                                    unsigned slot, size_t size) {
-    return (uint64_t)k | canon << 3 | (uint64_t)cls << 37 | (uint64_t)slot << 43 |
-           (uint64_t)size << 52;
+    return (uint64_t)k | canon << 4 | (uint64_t)cls << 36 | (uint64_t)slot << 42 |
+           (uint64_t)size << 51;
 }
-static inline enum page_kind entry_kind(uint64_t e) { return (enum page_kind)(e & 7); }
-static inline uint64_t entry_canon(uint64_t e) { return (e >> 3) & ((1ULL << 34) - 1); }
-static inline unsigned entry_class(uint64_t e) { return (unsigned)(e >> 37) & 63; }
-static inline unsigned entry_slot(uint64_t e) { return (unsigned)(e >> 43) & 511; }
-static inline size_t entry_small_size(uint64_t e) { return (size_t)(e >> 52); }
+static inline enum page_kind entry_kind(uint64_t e) { return (enum page_kind)(e & 15); }
+static inline uint64_t entry_canon(uint64_t e) { return (e >> 4) & ((1ULL << 32) - 1); }
+static inline unsigned entry_class(uint64_t e) { return (unsigned)(e >> 36) & 63; }
+static inline unsigned entry_slot(uint64_t e) { return (unsigned)(e >> 42) & 511; }
+static inline size_t entry_small_size(uint64_t e) { return (size_t)(e >> 51); }
 static inline uint64_t entry_with_size(uint64_t e, size_t size) {
-    return (e & ((1ULL << 52) - 1)) | (uint64_t)size << 52;
+    return (e & ((1ULL << 51) - 1)) | (uint64_t)size << 51;
 }
-static inline uint64_t entry_with_kind(uint64_t e, enum page_kind k) { return (e & ~7ULL) | k; }
+static inline uint64_t entry_with_kind(uint64_t e, enum page_kind k) { return (e & ~15ULL) | k; }
 static inline uint64_t entry_large(enum page_kind k, uint64_t payload) {
-    return (uint64_t)k | payload << 3;
+    return (uint64_t)k | payload << 4;
 }
-static inline uint64_t entry_payload(uint64_t e) { return e >> 3; }
+static inline uint64_t entry_payload(uint64_t e) { return e >> 4; }
 
 struct region {
     uintptr_t base, end;

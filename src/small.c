@@ -3,58 +3,11 @@
 #include "canon.h"
 #include "maplimit.h"
 #include "os.h"
+#include "packed.h"
 #include "quarantine.h"
 #include "stats.h"
 
 #include <errno.h>
-
-/* What a page looks like to the kernel, for predicting mapping merges and splits. */
-enum page_view { VIEW_NONE, VIEW_SHARED, VIEW_ANON, VIEW_OTHER };
-
-static enum page_view page_view(uintptr_t page, uint64_t *canon) {
-    if (!region_contains(page))
-        return VIEW_OTHER;
-    uint64_t e = region_load(page);
-    switch (entry_kind(e)) {
-    case PK_NONE:
-    case PK_SMALL_FREED:
-    case PK_LARGE_FREED:
-        return VIEW_NONE;
-    case PK_READY:
-    case PK_SMALL:
-    case PK_QUARANTINED:
-        *canon = entry_canon(e);
-        return VIEW_SHARED;
-    case PK_LARGE:
-        return VIEW_ANON;
-    case PK_LARGE_TAIL: {
-        uintptr_t head = page - (entry_payload(e) << OSCAR_PAGE_SHIFT);
-        return entry_kind(region_load(head)) == PK_LARGE ? VIEW_ANON : VIEW_NONE;
-    }
-    }
-    return VIEW_OTHER;
-}
-
-long shadow_revoke_delta(uintptr_t first, uintptr_t last) {
-    uint64_t c_first = 0, c_last = 0, c_left = 0, c_right = 0;
-    enum page_view v_first = page_view(first, &c_first);
-    enum page_view v_last = page_view(last, &c_last);
-    enum page_view v_left = page_view(first - OSCAR_PAGE, &c_left);
-    enum page_view v_right = page_view(last + OSCAR_PAGE, &c_right);
-    /* Is the range joined to its neighbour in one kernel mapping today? */
-    bool joined_left = v_left == v_first &&
-                       (v_first == VIEW_ANON || (v_first == VIEW_SHARED && c_left + 1 == c_first));
-    bool joined_right = v_right == v_last &&
-                        (v_last == VIEW_ANON || (v_last == VIEW_SHARED && c_last + 1 == c_right));
-    long none_left = v_left == VIEW_NONE, none_right = v_right == VIEW_NONE;
-    if (joined_left && joined_right)
-        return 2;
-    if (joined_left)
-        return 1 - none_right;
-    if (joined_right)
-        return 1 - none_left;
-    return -none_left - none_right;
-}
 
 /* Map one group of consecutive canonical pages [first, first+n) with a claimed slot each
  * and push the new shadows on c's list. Returns 0 or an errno. */
@@ -63,6 +16,7 @@ static int map_group(struct thread_cache *tc, struct class_cache *c, unsigned cl
     uintptr_t sh = thread_take_shadow(tc, n);
     if (!sh)
         return ENOMEM;
+    long delta = mapview_delta(sh, sh + ((uintptr_t)(n - 1) << OSCAR_PAGE_SHIFT), VIEW_SHARED, first);
     int err = os_map_shadow((void *)sh, (size_t)n << OSCAR_PAGE_SHIFT, oscar_canon.fd,
                             first << OSCAR_PAGE_SHIFT, true);
     if (err == ENOMEM) {
@@ -74,7 +28,7 @@ static int map_group(struct thread_cache *tc, struct class_cache *c, unsigned cl
         return err;
     stats_add(STAT_RUNS_MAPPED, 1);
     stats_add(STAT_SHADOWS_CREATED, n);
-    maplimit_add(1);
+    maplimit_add(delta);
     /* Push in descending order so the fast path hands out ascending addresses. */
     for (unsigned k = n; k-- > 0;) {
         uintptr_t page = sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT);
@@ -136,6 +90,11 @@ static bool refill(struct thread_cache *tc, unsigned cls) {
 
 static void *alloc_in(struct thread_cache *tc, unsigned cls, size_t size) {
     struct class_cache *c = &tc->cls[cls];
+    if (!c->count && (c->packed_next || (maplimit_degraded() && packed_refill(tc, cls)))) {
+        tc->n_alloc++;
+        tc->n_small++;
+        return (void *)packed_take(c, cls);
+    }
     if (!c->count && !refill(tc, cls)) {
         errno = ENOMEM;
         return NULL;
@@ -163,9 +122,79 @@ static void quarantine_object(uintptr_t page) {
         return; /* list full: the object simply stays quarantined */
 }
 
+/* The page next to p in the same kernel mapping (a run of consecutive canonical pages),
+ * if it is a guarded shadow; 0 if it is not, or -1 if the run ends there. */
+static int guarded_neighbour(uintptr_t p, uint64_t canon, long step) {
+    uintptr_t q = p + (uintptr_t)step * OSCAR_PAGE;
+    if (!region_contains(q))
+        return -1;
+    uint64_t f = region_load(q);
+    enum page_kind k = entry_kind(f);
+    bool shared = k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED ||
+                  k == PK_PACKED || k == PK_SMALL_GUARDED;
+    if (!shared || entry_canon(f) != canon + (uint64_t)step)
+        return -1;
+    return k == PK_SMALL_GUARDED;
+}
+
+/* A guarded shadow page was added to the run around page: once the whole run is guarded,
+ * replace it by PROT_NONE memory, which merges with the free space around it, so dead runs
+ * never pile up as kernel mappings. (Two threads finishing one run at the same moment may
+ * both miss it: the run then stays, guarded and harmless.) */
+static void retire_run_if_dead(uintptr_t page, uint64_t canon) {
+    uintptr_t lo = page, hi = page;
+    uint64_t clo = canon, chi = canon;
+    int r;
+    for (unsigned n = 0; n < 2 * OSCAR_MAX_RUN_PAGES; n++) {
+        if ((r = guarded_neighbour(lo, clo, -1)) == 0)
+            return;
+        if (r < 0)
+            break;
+        lo -= OSCAR_PAGE;
+        clo--;
+    }
+    for (unsigned n = 0; n < 2 * OSCAR_MAX_RUN_PAGES; n++) {
+        if ((r = guarded_neighbour(hi, chi, 1)) == 0)
+            return;
+        if (r < 0)
+            break;
+        hi += OSCAR_PAGE;
+        chi++;
+    }
+    long delta = shadow_revoke_delta(lo, hi);
+    if (os_revoke((void *)lo, hi - lo + OSCAR_PAGE) != 0)
+        return; /* the run stays guarded */
+    for (uintptr_t p = lo; p <= hi; p += OSCAR_PAGE)
+        region_store(p, entry_with_kind(region_load(p), PK_SMALL_FREED));
+    maplimit_add(delta);
+    stats_add(STAT_RUNS_RETIRED, 1);
+}
+
+enum guard_result { GUARD_DONE, GUARD_RACED, GUARD_REFUSED };
+
+/* Revoke with a guard marker: no new kernel mapping, whatever the neighbours. */
+static enum guard_result free_by_guard(uintptr_t page, uint64_t e) {
+    if (!atomic_compare_exchange_strong(region_entry(page), &e,
+                                        entry_with_kind(e, PK_SMALL_GUARDED)))
+        return GUARD_RACED;
+    if (os_guard((void *)page, OSCAR_PAGE) != 0) {
+        region_store(page, e); /* not revoked: take the mmap path */
+        return GUARD_REFUSED;
+    }
+    stats_add(STAT_SHADOWS_REVOKED, 1);
+    canon_release_slot(entry_canon(e), entry_slot(e));
+    retire_run_if_dead(page, entry_canon(e));
+    return GUARD_DONE;
+}
+
 bool small_free(uintptr_t a, uint64_t e) {
     uintptr_t page = a & ~(OSCAR_PAGE - 1);
     _Atomic uint64_t *ep = region_entry(page);
+    if (os_guards_usable()) {
+        enum guard_result r = free_by_guard(page, e);
+        if (r != GUARD_REFUSED)
+            return r == GUARD_DONE;
+    }
     long delta = shadow_revoke_delta(page, page);
     if (maplimit_defer(delta)) {
         if (!atomic_compare_exchange_strong(ep, &e, entry_with_kind(e, PK_QUARANTINED)))
@@ -235,6 +264,7 @@ void small_flush_thread(struct thread_cache *tc) {
             i = j;
         }
         c->count = 0;
+        packed_flush(c, cls);
         if (c->active) {
             canon_span_detach(c->active);
             c->active = NULL;

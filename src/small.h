@@ -4,6 +4,7 @@
  * cache; free revokes the object's shadow, then gives its slot back. */
 #ifndef OSCAR_SMALL_H
 #define OSCAR_SMALL_H
+#include "mapview.h"
 #include "region.h"
 #include "thread.h"
 
@@ -33,6 +34,4 @@ bool small_free(uintptr_t a, uint64_t e);
 bool small_revoke_quarantined(uintptr_t page);
 /* A thread is going away: revoke its ready shadows and let go of its spans. */
 void small_flush_thread(struct thread_cache *tc);
-/* Change in the number of kernel mappings if pages [first, last] become PROT_NONE. */
-long shadow_revoke_delta(uintptr_t first, uintptr_t last);
 #endif

@@ -18,6 +18,7 @@ struct class_cache {
     uint32_t count;     /* ready shadows in objs[0..count) (popped from the end) */
     struct span *active; /* span this thread claims slots from, or NULL */
     uintptr_t *objs;    /* RUN_PAGES entries */
+    uintptr_t packed_next, packed_end; /* objects of a packed span not yet handed out */
 };
 
 struct thread_cache {

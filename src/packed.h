@@ -1,0 +1,27 @@
+/* packed: several objects per shadow page, Oscar's answer to the kernel's mapping limit.
+ *
+ * With one shadow page per object, every freed object between two live ones costs a kernel
+ * mapping, and vm.max_map_count (65530 by default) runs out. Near the limit (maplimit.h)
+ * new small objects come from packed spans instead: a never-used canonical span is mapped
+ * whole, its pages at consecutive shadow pages in one mmap (one kernel mapping, which merges
+ * with the previous packed span's when they are adjacent), and every slot of every page is
+ * handed out through it. A freed slot is never reused while its shadow is mapped (packed
+ * spans are never pooled). A shadow page is revoked when all its objects are freed, and the
+ * whole span, and its memory, when all of its objects are. The price: a use after free is
+ * caught only once every object on its shadow page is freed; a double free is always
+ * caught (the slot's free bit). */
+#ifndef OSCAR_PACKED_H
+#define OSCAR_PACKED_H
+#include "thread.h"
+
+/* Map a new packed span for class cls into c's packed range; false when out of memory. */
+bool packed_refill(struct thread_cache *tc, unsigned cls);
+/* Hand out the next object of c's packed range (which must not be empty). */
+uintptr_t packed_take(struct class_cache *c, unsigned cls);
+/* Is a (page entry e) the start of a slot of its packed page, and is that slot live? */
+bool packed_is_live(uintptr_t a, uint64_t e);
+/* Free the live packed object at a; false if it was freed meanwhile (caller re-checks). */
+bool packed_free(uintptr_t a, uint64_t e);
+/* A thread goes away: give back the objects of its packed range it never handed out. */
+void packed_flush(struct class_cache *c, unsigned cls);
+#endif
