@@ -4,14 +4,19 @@
  *   canonical page  A 4 KiB page of the memfd-backed canonical heap. It holds the bytes of
  *                   small objects of one size class (slots) and is never handed to the user.
  *   shadow page     A virtual page, mapped (MAP_SHARED) onto one canonical page, through which
- *                   the user reaches exactly one object. free() revokes it (PROT_NONE), so any
- *                   dangling pointer into it faults. Shadow addresses come from a bump pointer
- *                   and are never reused.
+ *                   the user reaches exactly one object. free() revokes it (a guard marker,
+ *                   or PROT_NONE), so any dangling pointer into it faults. Shadow addresses
+ *                   come from a bump pointer and are never reused.
  *   span            RUN_PAGES consecutive canonical pages given to one size class.
  *   run             The shadow pages created by one mmap: consecutive canonical pages of a
  *                   span at consecutive shadow addresses, so the kernel keeps them as ONE
  *                   mapping (VMA). A run holds one object per canonical page.
- *   K               Objects per shadow page. This core is classic Oscar: K = 1.
+ *   K               Objects per shadow page: 1 (classic Oscar), or a whole canonical page
+ *                   for packed spans near the kernel's mapping limit (packed.h).
+ *   guard marker    MADV_GUARD_INSTALL (Linux 6.15+ for shared mappings): the page faults on
+ *                   every access but stays inside its run's kernel mapping, so revoking
+ *                   never splits a mapping. Without it, revocation maps PROT_NONE over the
+ *                   page, which costs a mapping per isolated freed object.
  *   large object    More than SMALL_MAX bytes: private anonymous pages of its own, taken from
  *                   the same never-reused address region, revoked on free.
  *   quarantine      Freed objects whose shadow we could not revoke (kernel mapping limit): the
