@@ -42,6 +42,7 @@ def test_uaf_by_size(runner, kind, size_class):
     ("uaf_aligned_alloc", "WRITE"),
     ("uaf_strdup", "READ"),              # allocated inside libc
     ("uaf_getline", "READ"),             # allocated (and grown) inside libc: size unknown
+    ("uaf_fopen", "READ"),               # the FILE object fopen allocated, after fclose
     ("uaf_thread", "READ"),              # freed by one thread, used by another
 ])
 def test_uaf_variants(runner, program, kind):
