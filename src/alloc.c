@@ -15,6 +15,7 @@
 #include "report.h"
 #include "size_class.h"
 #include "small.h"
+#include "stack.h"
 #include "stats.h"
 #include "thread.h"
 
@@ -50,6 +51,8 @@ void oscar_init(void) {
         report_fatal("cannot reserve the quarantine list", err);
     if ((err = thread_init()) != 0)
         report_fatal("cannot set up per-thread caches", err);
+    if ((err = stack_init()) != 0)
+        report_fatal("cannot reserve the stack store", err);
     maplimit_init();
     fault_init();
     atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
@@ -67,15 +70,27 @@ __attribute__((destructor)) static void oscar_destructor(void) {
     stats_emit();
 }
 
-void *alloc_malloc(size_t size) {
+/* Remember who allocated p (not for packed objects: they share their page). */
+static void *noted(void *p) {
+    if (stack_depth && p) {
+        uintptr_t page = (uintptr_t)p & ~(OSCAR_PAGE - 1);
+        if (entry_kind(region_load(page)) != PK_PACKED)
+            stack_note_alloc(page);
+    }
+    return p;
+}
+
+static void *malloc_unnoted(size_t size) {
     if (likely(size <= OSCAR_SMALL_MAX))
         return small_alloc(size_class_of(size), size);
     return large_alloc(size, OSCAR_PAGE);
 }
 
-void *alloc_aligned(size_t size, size_t align) {
+void *alloc_malloc(size_t size) { return noted(malloc_unnoted(size)); }
+
+static void *aligned_unnoted(size_t size, size_t align) {
     if (align <= OSCAR_MIN_ALIGN)
-        return alloc_malloc(size);
+        return malloc_unnoted(size);
     if (size <= OSCAR_SMALL_MAX) {
         int cls = size_class_aligned(size, align);
         if (cls >= 0)
@@ -85,6 +100,8 @@ void *alloc_aligned(size_t size, size_t align) {
     }
     return large_alloc(size, align);
 }
+
+void *alloc_aligned(size_t size, size_t align) { return noted(aligned_unnoted(size, align)); }
 
 static void count_free(void) {
     struct thread_cache *tc = oscar_tc;
@@ -117,6 +134,8 @@ void alloc_free(void *p, enum report_caller who) {
     for (;;) {
         uint64_t e = live_entry_or_report(a, who);
         enum page_kind k = entry_kind(e);
+        if (stack_depth && k != PK_PACKED)
+            stack_note_free(a & ~(OSCAR_PAGE - 1));
         bool done = k == PK_SMALL    ? small_free(a, e)
                     : k == PK_PACKED ? packed_free(a, e)
                                      : large_free(a, e);

@@ -34,7 +34,9 @@ static void on_fault(int sig, siginfo_t *si, void *ucv) {
     if (region_contains(addr) && si->si_code > 0) {
         ucontext_t *uc = ucv;
         bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-        if (report_fault(addr, write)) {
+        if (report_fault(addr, write, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
+                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
+                         (uintptr_t)uc->uc_mcontext.gregs[REG_RSP])) {
             signal(sig, SIG_DFL);
             return;
         }

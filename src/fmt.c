@@ -47,3 +47,16 @@ void fmt_flush(struct fmt *f, int fd) {
     os_write_all(fd, f->buf, f->len);
     f->len = 0;
 }
+
+void fmt_path_with_pid(const char *in, char *out, size_t cap) {
+    struct fmt f = {out, 0, cap - 1};
+    for (; *in; in++) {
+        if (in[0] == '%' && in[1] == 'p') {
+            fmt_u64(&f, (uint64_t)os_getpid());
+            in++;
+        } else {
+            fmt_char(&f, *in);
+        }
+    }
+    out[f.len] = 0;
+}

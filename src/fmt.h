@@ -16,6 +16,8 @@ void fmt_u64(struct fmt *f, uint64_t v);
 void fmt_i64(struct fmt *f, int64_t v);
 void fmt_hex(struct fmt *f, uint64_t v); /* "0x" + lowercase hex, no padding */
 void fmt_char(struct fmt *f, char c);
+/* Copy a path, "%p" becoming the pid, so each process of a forking program has its own. */
+void fmt_path_with_pid(const char *in, char *out, size_t cap);
 /* write() the buffer to fd and empty it. */
 void fmt_flush(struct fmt *f, int fd);
 #endif

@@ -13,6 +13,7 @@
 #include "quarantine.h"
 #include "region.h"
 #include "report.h"
+#include "stack.h"
 #include "stats.h"
 #include "thread.h"
 
@@ -89,6 +90,7 @@ static void child(void) {
     oscar_canon.fd = child_fd;
     child_fd = -1;
     stats_add(STAT_FORKS, 1);
+    stack_after_fork();
     thread_after_fork_child();
     quarantine_unlock();
     canon_unlock_all();

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -256,6 +257,29 @@ int os_read_long(const char *path, long *value) {
         return EINVAL;
     *value = v;
     return 0;
+}
+
+void *os_map_file(const char *path, size_t *len, int *err) {
+    int fd;
+    if ((*err = open_read(path, &fd)) != 0)
+        return NULL;
+    struct stat st;
+    long r = sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0);
+    void *p = NULL;
+    if ((*err = err_of(r)) == 0 && st.st_size > 0) {
+        p = mmap_raw(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0, err);
+        *len = (size_t)st.st_size;
+    } else if (!*err) {
+        *err = ENOEXEC;
+    }
+    os_close(fd);
+    return p;
+}
+
+long os_readlink(const char *path, char *buf, size_t cap) {
+    long n = sys6(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)cap - 1, 0, 0);
+    buf[n > 0 ? n : 0] = 0;
+    return n;
 }
 
 long os_gettid(void) { return sys6(SYS_gettid, 0, 0, 0, 0, 0, 0); }

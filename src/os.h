@@ -49,6 +49,10 @@ int os_open_write(const char *path, int *fd);
 int os_count_lines(const char *path, long *lines);
 /* Read a small decimal number from a file such as /proc/sys/vm/max_map_count. */
 int os_read_long(const char *path, long *value);
+/* Map a whole file read-only (for reading symbol tables in reports); os_unmap it after. */
+void *os_map_file(const char *path, size_t *len, int *err);
+/* readlink into buf (NUL-terminated, truncated to fit); length or -errno. */
+long os_readlink(const char *path, char *buf, size_t cap);
 long os_gettid(void);
 int os_getpid(void);
 #endif

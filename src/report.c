@@ -1,9 +1,78 @@
 /* report: see report.h. */
 #include "report.h"
 #include "fmt.h"
+#include "options.h"
 #include "os.h"
+#include "stack.h"
+#include "symbolize.h"
 
 #include <stdlib.h>
+
+/* Where reports go: stderr, or OSCAR_REPORT_FILE (so a server that closed stderr still
+ * leaves evidence). */
+static int report_fd(void) {
+    const char *path = options_string(OPT_REPORT_FILE);
+    if (!path)
+        return 2;
+    char name[1024];
+    int fd;
+    fmt_path_with_pid(path, name, sizeof name);
+    return os_open_write(name, &fd) == 0 ? fd : 2;
+}
+
+/* "    #N 0xPC in function (module+0xOFF)" per frame. */
+static void print_frames(struct fmt *f, int fd, const uintptr_t *pc, int n) {
+    for (int i = 0; i < n; i++) {
+        fmt_str(f, "    #");
+        fmt_u64(f, (uint64_t)i);
+        fmt_char(f, ' ');
+        fmt_hex(f, pc[i]);
+        fmt_char(f, ' ');
+        symbolize(f, pc[i]);
+        fmt_char(f, '\n');
+        fmt_flush(f, fd);
+    }
+}
+
+static void print_stored(struct fmt *f, int fd, const char *what, uint32_t tid, uint32_t id) {
+    fmt_str(f, what);
+    fmt_str(f, " by thread ");
+    fmt_u64(f, tid);
+    fmt_str(f, " here:\n");
+    uintptr_t pc[STACK_MAX_FRAMES];
+    int n = stack_frames(id, pc);
+    if (n)
+        print_frames(f, fd, pc, n);
+    else
+        fmt_str(f, "    (stack not recorded: the stack store is full; raise OSCAR_STACK_STORE_MIB)\n");
+}
+
+/* The free and allocation stacks of a heap object, as AddressSanitizer prints them. */
+static void print_history(struct fmt *f, int fd, const struct object_info *o) {
+    if (!stack_depth) {
+        fmt_str(f, "(allocation and free stacks are off: OSCAR_STACK_DEPTH=0)\n");
+        return;
+    }
+    if (entry_kind(o->entry) == PK_PACKED || entry_kind(o->entry) == PK_PACKED_FREED) {
+        fmt_str(f, "(no stacks for objects on packed shadow pages: see the mapping-limit warning)\n");
+        return;
+    }
+    struct obj_record *r = stack_record(o->start & ~(OSCAR_PAGE - 1));
+    if (o->state != OBJ_LIVE)
+        print_stored(f, fd, "freed", atomic_load(&r->free_tid), atomic_load(&r->free_stack));
+    print_stored(f, fd, o->state == OBJ_LIVE ? "allocated" : "previously allocated",
+                 atomic_load(&r->alloc_tid), atomic_load(&r->alloc_stack));
+}
+
+/* The stack of the bad call itself (free, realloc...), from here up. */
+static void print_current(struct fmt *f, int fd, const char *what) {
+    fmt_str(f, what);
+    fmt_str(f, " by thread ");
+    fmt_u64(f, stack_thread_id());
+    fmt_str(f, " here:\n");
+    uintptr_t pc[STACK_MAX_FRAMES], fp = (uintptr_t)__builtin_frame_address(0);
+    print_frames(f, fd, pc, stack_walk(0, fp, fp, pc, STACK_MAX_FRAMES));
+}
 
 static const char *caller_name[] = {"free", "realloc", "malloc_usable_size"};
 
@@ -24,6 +93,7 @@ static void describe_location(struct fmt *f, uintptr_t addr, const struct object
 void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller who) {
     char buf[1024];
     struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
     bool at_start = o.start == addr;
     switch (o.state) {
     case OBJ_FREED:
@@ -63,16 +133,20 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
     }
     fmt_str(&f, caller_name[who]);
     fmt_str(&f, "()\n");
-    fmt_flush(&f, 2);
+    print_current(&f, fd, o.state == OBJ_FREED && at_start ? "double free" : "bad free");
+    if (o.state == OBJ_FREED || o.state == OBJ_QUARANTINED || o.state == OBJ_LIVE)
+        print_history(&f, fd, &o);
+    fmt_flush(&f, fd);
     abort();
 }
 
-bool report_fault(uintptr_t addr, bool write) {
+bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
     struct object_info o = object_describe(addr);
     if (o.state != OBJ_FREED && o.state != OBJ_NEVER)
         return false;
     char buf[1024];
     struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
     fmt_str(&f, o.state == OBJ_FREED ? "oscar: heap-use-after-free on address "
                                      : "oscar: wild-access on address ");
     fmt_hex(&f, addr);
@@ -84,10 +158,15 @@ bool report_fault(uintptr_t addr, bool write) {
         fmt_str(&f, "the address is inside oscar's heap but no object was ever allocated "
                     "there (wild or overflowed pointer)\n");
     }
-    fmt_str(&f, "thread ");
+    fmt_str(&f, write ? "WRITE" : "READ");
+    fmt_str(&f, " by thread ");
     fmt_i64(&f, os_gettid());
-    fmt_char(&f, '\n');
-    fmt_flush(&f, 2);
+    fmt_str(&f, " here:\n");
+    uintptr_t pcs[STACK_MAX_FRAMES];
+    print_frames(&f, fd, pcs, stack_walk(pc, fp, sp, pcs, STACK_MAX_FRAMES));
+    if (o.state == OBJ_FREED)
+        print_history(&f, fd, &o);
+    fmt_flush(&f, fd);
     return true;
 }
 

@@ -14,7 +14,7 @@ __attribute__((noreturn)) void report_bad_pointer(uintptr_t addr, struct object_
                                                   enum report_caller who);
 /* A fault in the shadow region (from the SIGSEGV handler). Prints; the caller then lets
  * the fault kill the program. Returns false if the fault is not one of ours. */
-bool report_fault(uintptr_t addr, bool write);
+bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp);
 /* Oscar itself cannot go on (e.g. no address space at start). Prints and aborts. */
 __attribute__((noreturn)) void report_fatal(const char *what, int err);
 #endif

@@ -38,20 +38,6 @@ void stats_fold(uint64_t allocs, uint64_t frees, uint64_t small, uint64_t large,
     stats_gauge_add(STAT_LIVE_OBJECTS, STAT_PEAK_LIVE_OBJECTS, (int64_t)(allocs - frees));
 }
 
-/* "%p" in the path becomes the pid, so each process of a forking program keeps its own. */
-static void expand_path(const char *in, char *out, size_t cap) {
-    struct fmt f = {out, 0, cap - 1};
-    for (; *in; in++) {
-        if (in[0] == '%' && in[1] == 'p') {
-            fmt_u64(&f, (uint64_t)os_getpid());
-            in++;
-        } else {
-            fmt_char(&f, *in);
-        }
-    }
-    out[f.len] = 0;
-}
-
 void stats_emit(void) {
     const char *path = options_string(OPT_STATS_FILE);
     if (!options_int(OPT_STATS) && !path)
@@ -73,7 +59,7 @@ void stats_emit(void) {
     }
     if (path) {
         char name[4096];
-        expand_path(path, name, sizeof name);
+        fmt_path_with_pid(path, name, sizeof name);
         int fd;
         if (os_open_write(name, &fd) != 0) {
             fmt_str(&f, "oscar: warning: cannot write OSCAR_STATS_FILE ");

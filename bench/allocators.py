@@ -1,0 +1,156 @@
+"""The allocators the harness can compare, one table row each.
+
+An allocator is a shared library put in front of glibc with LD_PRELOAD (None for glibc
+itself, the baseline) plus environment settings. To add an Oscar configuration, add one line to
+ALLOCATORS (or ABLATION for `--ablation`); to compare an outside library without editing
+anything, pass `--allocator name=/path/lib.so[:ENV=VAL,...]` to bench/run.py.
+"""
+
+import dataclasses
+import glob
+import os
+import subprocess
+
+OSCAR = "@oscar"  # placeholder for <build>/src/liboscar.so, resolved at run time
+
+
+@dataclasses.dataclass
+class Allocator:
+    name: str
+    lib: object = None          # None (glibc), OSCAR, a soname, an absolute path or a glob
+    env: dict = dataclasses.field(default_factory=dict)
+    package: str = None         # Debian package that ships `lib` (for --install)
+    note: str = ""
+
+
+# Banners and self-checks the page-protection debuggers print would otherwise land on stderr
+# of every run; they change nothing else.
+QUIET_EF = {"EF_DISABLE_BANNER": "1"}
+QUIET_DUMA = {"DUMA_DISABLE_BANNER": "1", "DUMA_OUTPUT_STDERR": "0"}
+SCUDO_GLOB = "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so"
+
+ALLOCATORS = [
+    Allocator("glibc", None, note="baseline, no preload"),
+    Allocator("oscar", OSCAR, note="default settings"),
+    Allocator("oscar-unbatched", OSCAR, {"OSCAR_RUN_PAGES": "1"},
+              note="one shadow per mmap: classic Oscar"),
+    Allocator("mimalloc", "libmimalloc.so.2", package="libmimalloc2.0"),
+    Allocator("jemalloc", "libjemalloc.so.2", package="libjemalloc2"),
+    Allocator("tcmalloc", "libtcmalloc_minimal.so.4", package="libtcmalloc-minimal4"),
+    Allocator("scudo", SCUDO_GLOB, package="libclang-rt-14-dev",
+              note="LLVM's standalone Scudo runtime from compiler-rt"),
+    Allocator("electric-fence", "libefence.so.0", QUIET_EF, package="electric-fence"),
+    Allocator("duma", "libduma.so.0", QUIET_DUMA, package="duma"),
+]
+
+# --ablation: Oscar with one optimisation at a time. Today the only knob is the shadow batch
+# size (OSCAR_RUN_PAGES: shadows created per mmap). Add future settings as one more line.
+ABLATION = [
+    Allocator("glibc", None, note="baseline, no preload"),
+    Allocator("oscar-run1", OSCAR, {"OSCAR_RUN_PAGES": "1"}, note="no batching"),
+    Allocator("oscar-run8", OSCAR, {"OSCAR_RUN_PAGES": "8"}),
+    Allocator("oscar-run64", OSCAR, {"OSCAR_RUN_PAGES": "64"}, note="the default"),
+    Allocator("oscar-run256", OSCAR, {"OSCAR_RUN_PAGES": "256"}),
+]
+
+
+@dataclasses.dataclass
+class Resolved:
+    """An allocator ready to run: the library to preload (None for glibc) and its settings."""
+    name: str
+    preload: str
+    env: dict
+    is_oscar: bool
+    note: str = ""
+
+
+def parse_spec(spec):
+    """--allocator name=/path/lib.so[:ENV=VAL,...] -> Allocator."""
+    if "=" not in spec:
+        raise ValueError("--allocator wants name=/path/to/lib.so[:ENV=VAL,...], got %r" % spec)
+    name, rest = spec.split("=", 1)
+    path, _, settings = rest.partition(":")
+    env = {}
+    for item in filter(None, settings.split(",")):
+        key, eq, val = item.partition("=")
+        if not eq:
+            raise ValueError("bad setting %r in --allocator %s" % (item, spec))
+        env[key] = val
+    return Allocator(name.strip(), path, env, note="given on the command line")
+
+
+def _ldconfig():
+    """soname -> path for the x86-64 libraries the dynamic loader knows."""
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        return {}
+    found = {}
+    for line in out.splitlines()[1:]:
+        if "=>" in line and ("x86-64" in line or "64bit" in line):
+            soname = line.split()[0]
+            found.setdefault(soname, line.split("=>")[1].strip())
+    return found
+
+
+def _locate(lib, oscar_lib):
+    if lib is OSCAR:
+        return oscar_lib if oscar_lib and os.path.exists(oscar_lib) else None
+    if any(ch in lib for ch in "*?["):
+        hits = sorted(glob.glob(lib))
+        return hits[-1] if hits else None
+    if os.path.isabs(lib):
+        return lib if os.path.exists(lib) else None
+    known = _ldconfig().get(lib)
+    if known and os.path.exists(known):
+        return known
+    for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib",
+              "/usr/local/lib"):
+        if os.path.exists(os.path.join(d, lib)):
+            return os.path.join(d, lib)
+    return None
+
+
+def apt_install(packages, log):
+    """apt-get install the packages; returns True if apt-get succeeded."""
+    if not packages:
+        return True
+    log("install: apt-get install -y " + " ".join(packages))
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq"] + packages):
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        except OSError as exc:
+            log("install: %s: %s" % (cmd[0], exc))
+            return False
+        if proc.returncode != 0:
+            log("install: %s failed: %s" % (" ".join(cmd[:2]), proc.stderr.strip()[-300:]))
+            return False
+    return True
+
+
+def resolve(allocators, oscar_lib, install, log):
+    """Locate each allocator's library; returns the runnable ones and prints one
+    `skip: <name>: <reason>` line for each of the others."""
+    if install:
+        missing = [a.package for a in allocators
+                   if a.lib not in (None, OSCAR) and a.package and not _locate(a.lib, oscar_lib)]
+        apt_install(sorted(set(missing)), log)
+    ready = []
+    for a in allocators:
+        if a.lib is None:
+            ready.append(Resolved(a.name, None, dict(a.env), False, a.note))
+            continue
+        path = _locate(a.lib, oscar_lib)
+        if path is None:
+            if a.lib is OSCAR:
+                why = "liboscar.so not found at %s (build the project first)" % oscar_lib
+            elif a.package:
+                why = "%s not found (Debian package %s; rerun with --install)" % (a.lib, a.package)
+            else:
+                why = "%s does not exist" % a.lib
+            log("skip: %s: %s" % (a.name, why))
+            continue
+        is_oscar = a.lib is OSCAR or os.path.basename(path).startswith("liboscar")
+        ready.append(Resolved(a.name, path, dict(a.env), is_oscar, a.note))
+    return ready

@@ -1,0 +1,196 @@
+"""Running one command once and measuring it: wall time, peak memory, page faults, and
+Oscar's own counters.
+
+Memory, the same formula for every allocator (docs/benchmarks.md, "Memory"):
+    sum over the process tree of  Pss_Anon + VmPTE + VMAs * VMA_BYTES
+  + each distinct memfd open in the tree, counted once: its resident size (st_blocks * 512)
+Oscar's shadows map the same memfd pages at many addresses; RSS (and Pss_Shmem) counts each
+such page once per mapping, which is exactly the double counting the Oscar paper warns about.
+The memfd's own allocated size counts each page once. Its peak is the largest sum seen by a
+sampler thread that reads /proc every SAMPLE_SECONDS while the command runs.
+"""
+
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+SAMPLE_SECONDS = 0.01
+# sizeof(struct vm_area_struct) plus its maple-tree slot on x86-64 kernels, rounded: the
+# kernel memory each mapping costs. Oscar's extra mappings are part of its overhead.
+VMA_BYTES = 200
+
+
+@dataclasses.dataclass
+class RunResult:
+    status: str                 # "ok", "crash: SIGSEGV", "exit 1", "timeout"
+    seconds: float
+    peak_bytes: int             # the formula above
+    rss_bytes: int              # naive peak RSS (ru_maxrss), for comparison only
+    faults: int                 # minor + major page faults of the tree (reaped children included)
+    stdout_sha: str
+    stdout_head: str
+    stderr_tail: str
+    oscar: dict                 # Oscar counters summed over the tree's processes, or {}
+
+
+def _read_kv(path):
+    """'Key:   123 kB' lines -> {Key: bytes}."""
+    values = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    values[key] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+    except OSError:
+        pass
+    return values
+
+
+def _children(pid):
+    kids = []
+    for path in glob.glob("/proc/%d/task/*/children" % pid):
+        try:
+            with open(path) as f:
+                kids.extend(int(x) for x in f.read().split())
+        except OSError:
+            pass
+    return kids
+
+
+def _tree(root):
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        todo.extend(_children(pid))
+    return pids
+
+
+def sample_tree(root):
+    """Current memory of the process tree rooted at `root`, by the formula above."""
+    total = 0
+    memfds = {}
+    for pid in _tree(root):
+        total += _read_kv("/proc/%d/smaps_rollup" % pid).get("Pss_Anon", 0)
+        total += _read_kv("/proc/%d/status" % pid).get("VmPTE", 0)
+        try:
+            with open("/proc/%d/maps" % pid, "rb") as f:
+                total += f.read().count(b"\n") * VMA_BYTES
+        except OSError:
+            pass
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            fds = []
+        for fd in fds:
+            path = "/proc/%d/fd/%s" % (pid, fd)
+            try:
+                if os.readlink(path).startswith("/memfd:"):
+                    st = os.stat(path)
+                    memfds[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+            except OSError:
+                pass
+    return total + sum(memfds.values())
+
+
+def _oscar_counters(stats_dir):
+    """Sum the per-process JSON files (one per pid: fork and exec each start a file); the
+    peak_* gauges take the maximum instead, since they are per-process high-water marks."""
+    merged = {}
+    for path in glob.glob(os.path.join(stats_dir, "oscar-*.json")):
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            continue
+        for key, val in data.items():
+            if not isinstance(val, int):
+                continue
+            if key.startswith("peak_"):
+                merged[key] = max(merged.get(key, 0), val)
+            else:
+                merged[key] = merged.get(key, 0) + val
+    return merged
+
+
+def describe_status(status):
+    if os.WIFSIGNALED(status):
+        try:
+            return "crash: " + signal.Signals(os.WTERMSIG(status)).name
+        except ValueError:
+            return "crash: signal %d" % os.WTERMSIG(status)
+    code = os.WEXITSTATUS(status)
+    return "ok" if code == 0 else "exit %d" % code
+
+
+def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False):
+    """Run argv once (no shell) in its own session and measure it."""
+    with tempfile.TemporaryDirectory(prefix="oscar-bench-") as tmp:
+        env = dict(env)
+        if oscar_stats:
+            env["OSCAR_STATS_FILE"] = os.path.join(tmp, "oscar-%p.json")
+        out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+        with open(out_path, "wb") as out, open(err_path, "wb") as err, \
+                open(stdin or os.devnull, "rb") as inp:
+            start = time.monotonic()
+            proc = subprocess.Popen(argv, stdin=inp, stdout=out, stderr=err, env=env, cwd=cwd,
+                                    start_new_session=True)
+            peak = [0]
+            timed_out = threading.Event()
+            done = threading.Event()
+
+            def sampler():
+                interval = SAMPLE_SECONDS
+                while not done.is_set():
+                    t0 = time.monotonic()
+                    peak[0] = max(peak[0], sample_tree(proc.pid))
+                    cost = time.monotonic() - t0
+                    if t0 - start > timeout:
+                        timed_out.set()
+                        try:
+                            os.killpg(proc.pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                        return
+                    # Reading /proc of a process with 60k mappings takes milliseconds and holds
+                    # its mmap lock: back off so the measurement does not become the workload.
+                    done.wait(max(interval, 4 * cost))
+
+            thread = threading.Thread(target=sampler, daemon=True)
+            thread.start()
+            _, status, usage = os.wait4(proc.pid, 0)
+            seconds = time.monotonic() - start
+            proc.returncode = os.waitstatus_to_exitcode(status)  # we reaped it, not Popen
+            done.set()
+            thread.join()
+            try:  # anything the command left running in its session
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        sha = hashlib.sha256()
+        with open(out_path, "rb") as f:
+            head = f.read(4096)
+            sha.update(head)
+            for block in iter(lambda: f.read(1 << 20), b""):
+                sha.update(block)
+        with open(err_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 2000))
+            err_tail = f.read().decode("utf-8", "replace")
+        status_text = "timeout" if timed_out.is_set() else describe_status(status)
+        return RunResult(status=status_text, seconds=seconds, peak_bytes=peak[0],
+                         rss_bytes=usage.ru_maxrss * 1024,
+                         faults=usage.ru_minflt + usage.ru_majflt,
+                         stdout_sha=sha.hexdigest(),
+                         stdout_head=head.decode("utf-8", "replace"),
+                         stderr_tail=err_tail,
+                         oscar=_oscar_counters(tmp) if oscar_stats else {})

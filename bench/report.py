@@ -1,0 +1,142 @@
+"""Turning the measured cells into results.csv, results.md and the PNG plots."""
+
+import csv
+import math
+import os
+
+COLUMNS = ["workload", "allocator", "status", "runs", "time_s", "time_ratio", "mem_mib",
+           "mem_ratio", "rss_mib", "faults", "allocations", "syscalls_per_1k_allocs",
+           "peak_mappings_per_1k_allocs", "peak_canonical_mib", "note"]
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def write_csv(rows, path):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _fmt_csv(row.get(k)) for k in COLUMNS})
+
+
+def _fmt_csv(v):
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "%.6g" % v
+    return v
+
+
+def _cell(row, key, digits=2):
+    if row is None:
+        return "skip"
+    if row["status"] != "ok":
+        return row["status"]
+    v = row.get(key)
+    if v is None:
+        return "-"
+    return "%.*f" % (digits, v)
+
+
+def _geo_row(rows, allocators, workloads, key):
+    out = []
+    for a in allocators:
+        vals = [rows[(w, a)][key] for w in workloads
+                if (w, a) in rows and rows[(w, a)]["status"] == "ok" and rows[(w, a)].get(key)]
+        g = geomean(vals)
+        if g is None:
+            out.append("-")
+        elif len(vals) < len(workloads):
+            out.append("%.2f (%d/%d)" % (g, len(vals), len(workloads)))
+        else:
+            out.append("%.2f" % g)
+    return out
+
+
+def markdown(rows_list, allocators, workloads, meta):
+    rows = {(r["workload"], r["allocator"]): r for r in rows_list}
+    lines = []
+    for title, key, base_key, base_label in [
+            ("Run time, ratio to glibc (lower is better)", "time_ratio", "time_s", "glibc s"),
+            ("Peak memory, ratio to glibc (formula in docs/benchmarks.md)", "mem_ratio",
+             "mem_mib", "glibc MiB")]:
+        lines.append("### " + title)
+        lines.append("")
+        lines.append("| workload | %s | %s |" % (base_label, " | ".join(allocators)))
+        lines.append("|---|---:|%s" % ("---:|" * len(allocators)))
+        for w in workloads:
+            base = rows.get((w, "glibc"))
+            cells = [_cell(rows.get((w, a)), key) for a in allocators]
+            lines.append("| %s | %s | %s |" % (w, _cell(base, base_key, 3), " | ".join(cells)))
+        lines.append("| **geomean** | | %s |" % " | ".join(_geo_row(rows, allocators, workloads, key)))
+        lines.append("")
+    oscars = [a for a in allocators if any(rows.get((w, a), {}).get("syscalls_per_1k_allocs")
+                                           is not None for w in workloads)]
+    if oscars:
+        lines.append("### Oscar: system calls and peak kernel mappings per 1000 allocations")
+        lines.append("")
+        lines.append("| workload | %s |" % " | ".join(
+            "%s syscalls | %s mappings" % (a, a) for a in oscars))
+        lines.append("|---|%s" % ("---:|" * (2 * len(oscars))))
+        for w in workloads:
+            cells = []
+            for a in oscars:
+                r = rows.get((w, a))
+                cells += [_cell(r, "syscalls_per_1k_allocs", 0),
+                          _cell(r, "peak_mappings_per_1k_allocs", 0)]
+            lines.append("| %s | %s |" % (w, " | ".join(cells)))
+        lines.append("")
+    lines.append("### Page faults (minor + major), median")
+    lines.append("")
+    lines.append("| workload | %s |" % " | ".join(allocators))
+    lines.append("|---|%s" % ("---:|" * len(allocators)))
+    for w in workloads:
+        lines.append("| %s | %s |" % (w, " | ".join(_cell(rows.get((w, a)), "faults", 0)
+                                                    for a in allocators)))
+    lines.append("")
+    lines.append(meta)
+    return "\n".join(lines) + "\n"
+
+
+def plots(rows_list, allocators, workloads, out_dir):
+    """time_ratio.png and memory_ratio.png: one group of bars per workload (and the geomean),
+    one bar per allocator, log scale because the ratios span 1x to 1000x."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = {(r["workload"], r["allocator"]): r for r in rows_list}
+    others = [a for a in allocators if a != "glibc"]
+    written = []
+    for key, fname, title in [("time_ratio", "time_ratio.png", "Run time / glibc"),
+                              ("mem_ratio", "memory_ratio.png", "Peak memory / glibc")]:
+        groups = list(workloads) + ["geomean"]
+        fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(groups) + 2), 5))
+        width = 0.8 / max(1, len(others))
+        for i, a in enumerate(others):
+            vals = []
+            for w in workloads:
+                r = rows.get((w, a))
+                vals.append(r[key] if r and r["status"] == "ok" and r.get(key) else float("nan"))
+            g = geomean([v for v in vals if not math.isnan(v)])
+            vals.append(g if g else float("nan"))
+            xs = [j + (i - (len(others) - 1) / 2) * width for j in range(len(groups))]
+            ax.bar(xs, vals, width, label=a)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, rotation=30, ha="right")
+        ax.set_ylabel(title + " (log scale; missing bar = skipped or failed)")
+        ax.set_title(title)
+        ax.legend(fontsize="small", ncol=2)
+        fig.tight_layout()
+        path = os.path.join(out_dir, fname)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Oscar's benchmark suite: every workload under every allocator, side by side.
+
+    python3 bench/run.py [--smoke] [--allocators a,b] [--workloads x,y] [--runs N]
+                         [--out DIR] [--install] [--ablation] [--allocator name=/lib.so[:K=V,..]]
+
+Runs are interleaved (round 1: every workload under every allocator, then round 2, ...), so
+drift on a noisy machine hits all allocators alike; each cell reports the median of its runs.
+Writes results.csv, results.md, time_ratio.png and memory_ratio.png into --out.
+See docs/benchmarks.md.
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import allocators as alloc_mod  # noqa: E402
+import measure  # noqa: E402
+import report  # noqa: E402
+import workloads as wl_mod  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, 1 run (the test suite's mode)")
+    p.add_argument("--allocators", help="comma-separated names from the table (default: all)")
+    p.add_argument("--allocator", action="append", default=[], metavar="NAME=LIB[:K=V,...]",
+                   help="add an outside library by path (repeatable)")
+    p.add_argument("--workloads", help="comma-separated workload names (default: all)")
+    p.add_argument("--runs", type=int, help="runs per cell (default 5, smoke 1)")
+    p.add_argument("--out", help="output directory (default bench/results/<timestamp>)")
+    p.add_argument("--install", action="store_true",
+                   help="apt-get install missing allocators and programs")
+    p.add_argument("--ablation", action="store_true",
+                   help="Oscar with one optimisation at a time instead of the peer allocators")
+    p.add_argument("--build-dir", help="Oscar build directory (default $OSCAR_BUILD_DIR or <repo>/build)")
+    p.add_argument("--timeout", type=float, help="seconds before a run is killed (default 120, smoke 60)")
+    p.add_argument("--cell-budget", type=float, default=60.0,
+                   help="stop repeating a cell once its runs took this many seconds (default 60; "
+                        "it still gets at least one run)")
+    p.add_argument("--list", action="store_true", help="list allocators and workloads, then exit")
+    return p.parse_args(argv)
+
+
+def programs_dir(build):
+    """<build>/bench/programs, or a standalone build of bench/ when the main build has none."""
+    main = os.path.join(build, "bench", "programs")
+    if os.path.isdir(main) and os.listdir(main):
+        return main
+    standalone = os.path.join(build, "bench-standalone")
+    log("note: %s is missing; building bench/ alone into %s" % (main, standalone))
+    for cmd in (["cmake", "-S", HERE, "-B", standalone, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+                ["cmake", "--build", standalone, "-j2"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log("note: bench build failed: %s" % (proc.stdout + proc.stderr)[-500:])
+            break
+    return os.path.join(standalone, "programs")
+
+
+def clean_env(extra):
+    env = {k: v for k, v in os.environ.items()
+           if k != "LD_PRELOAD" and not k.startswith("OSCAR_")}
+    env["LC_ALL"] = "C"
+    env.update(extra)
+    return env
+
+
+def machine_description():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
+            cpu = m.group(1) if m else cpu
+    except OSError:
+        pass
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            maxmap = f.read().strip()
+    except OSError:
+        maxmap = "?"
+    try:
+        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
+    return ("%d CPUs (%s), Linux %s, vm.max_map_count=%s, glibc %s, oscar commit %s"
+            % (os.cpu_count(), cpu, platform.release(), maxmap, platform.libc_ver()[1], commit))
+
+
+def aggregate(workload, allocator, results, baseline, note):
+    ok = [r for r in results if r.status == "ok"]
+    row = {"workload": workload, "allocator": allocator.name, "runs": len(results), "note": note}
+    failed = [r for r in results if r.status != "ok"]
+    if failed:
+        row["status"] = failed[0].status
+        row["note"] = (note + " " + failed[0].stderr_tail.strip().splitlines()[-1][:120]
+                       if failed[0].stderr_tail.strip() else note).strip()
+    elif baseline and baseline.get("sha") and ok[0].stdout_sha != baseline["sha"]:
+        row["status"] = "wrong output"
+    else:
+        row["status"] = "ok"
+    if not ok:
+        return row
+    med = lambda xs: statistics.median(xs)  # noqa: E731
+    row["time_s"] = med([r.seconds for r in ok])
+    row["mem_mib"] = med([r.peak_bytes for r in ok]) / 2**20
+    row["rss_mib"] = med([r.rss_bytes for r in ok]) / 2**20
+    row["faults"] = med([r.faults for r in ok])
+    m = re.search(r"^allocations (\d+)$", ok[0].stdout_head, re.M)
+    counters = ok[-1].oscar
+    allocs = counters.get("allocations") or (int(m.group(1)) if m else None)
+    row["allocations"] = allocs
+    if allocator.is_oscar and counters.get("allocations"):
+        n = counters["allocations"]
+        row["syscalls_per_1k_allocs"] = 1000.0 * counters.get("syscalls_total", 0) / n
+        row["peak_mappings_per_1k_allocs"] = 1000.0 * counters.get("peak_mappings_estimate", 0) / n
+        row["peak_canonical_mib"] = counters.get("peak_canonical_bytes", 0) / 2**20
+        if counters.get("mapping_limit_degraded"):
+            row["note"] = (row["note"] + " degraded near vm.max_map_count").strip()
+    if baseline and baseline.get("time_s"):
+        row["time_ratio"] = 1.0 if allocator.name == "glibc" else row["time_s"] / baseline["time_s"]
+    if baseline and baseline.get("mem_mib"):
+        row["mem_ratio"] = 1.0 if allocator.name == "glibc" else row["mem_mib"] / baseline["mem_mib"]
+    return row
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    size = "smoke" if args.smoke else "full"
+    runs = args.runs or (1 if args.smoke else 5)
+    timeout = args.timeout or (60.0 if args.smoke else 120.0)
+    build = os.path.abspath(args.build_dir or os.environ.get("OSCAR_BUILD_DIR")
+                            or os.path.join(REPO, "build"))
+    oscar_lib = os.path.join(build, "src", "liboscar.so")
+
+    table = alloc_mod.ABLATION if args.ablation else alloc_mod.ALLOCATORS
+    if args.allocators:
+        names = [n.strip() for n in args.allocators.split(",") if n.strip()]
+        by_name = {a.name: a for a in alloc_mod.ALLOCATORS + alloc_mod.ABLATION}
+        chosen = []
+        for n in names:
+            if n in by_name:
+                chosen.append(by_name[n])
+            else:
+                log("skip: %s: no such allocator in bench/allocators.py (use --allocator %s=/path/lib.so)"
+                    % (n, n))
+    else:
+        chosen = list(table)
+    for spec in args.allocator:
+        try:
+            chosen.append(alloc_mod.parse_spec(spec))
+        except ValueError as exc:
+            log("skip: %s: %s" % (spec, exc))
+    if not any(a.name == "glibc" for a in chosen):
+        chosen.insert(0, alloc_mod.ALLOCATORS[0])  # ratios need the baseline
+    # glibc first in every round, so each cell can be checked against its output
+    chosen.sort(key=lambda a: a.name != "glibc")
+
+    if args.list:
+        for a in alloc_mod.ALLOCATORS + alloc_mod.ABLATION:
+            log("allocator %-16s %s %s" % (a.name, a.lib or "-", a.env or ""))
+        for w in wl_mod.WORKLOADS:
+            log("workload  %-16s %s" % (w.name, w.description))
+        return 0
+
+    ready = alloc_mod.resolve(chosen, oscar_lib, args.install, log)
+
+    wanted = ([n.strip() for n in args.workloads.split(",")] if args.workloads
+              else [w.name for w in wl_mod.WORKLOADS])
+    known = {w.name: w for w in wl_mod.WORKLOADS}
+    if args.install:
+        pkgs = sorted({p for n in wanted if n in known for p in wl_mod.missing_requirements(known[n])})
+        alloc_mod.apt_install(pkgs, log)
+    progs = programs_dir(build)
+    workloads = []
+    for n in wanted:
+        w = known.get(n)
+        if w is None:
+            log("skip: %s: no such workload in bench/workloads.py" % n)
+        elif wl_mod.missing_requirements(w):
+            log("skip: %s: not installed (Debian package %s; rerun with --install)"
+                % (n, ", ".join(wl_mod.missing_requirements(w))))
+        elif w.kind == "micro" and not os.path.exists(w.make(wl_mod.Context(progs, ""), 1).argv[0]):
+            log("skip: %s: benchmark program not built in %s" % (n, progs))
+        else:
+            workloads.append(w)
+
+    out = os.path.abspath(args.out or os.path.join(
+        HERE, "results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S")))
+    os.makedirs(out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="oscar-bench-work-")
+    ctx = wl_mod.Context(progs, work)
+    commands = {w.name: w.make(ctx, w.sizes[size]) for w in workloads}  # generates the inputs
+
+    log("bench: %d workloads x %d allocators x %d runs (%s size), output in %s"
+        % (len(workloads), len(ready), runs, size, out))
+    results = {}                  # (workload, allocator) -> [RunResult]
+    stopped = set()               # cells that failed or used up their time budget
+    started = time.monotonic()
+    for rnd in range(runs):
+        for w in workloads:
+            cmd = commands[w.name]
+            for a in ready:
+                cell = (w.name, a.name)
+                if cell in stopped:
+                    continue
+                env = clean_env(cmd.env)
+                env.update(a.env)
+                if a.preload:
+                    env["LD_PRELOAD"] = a.preload
+                r = measure.run(cmd.argv, env, timeout, stdin=cmd.stdin, cwd=cmd.cwd or work,
+                                oscar_stats=a.is_oscar)
+                results.setdefault(cell, []).append(r)
+                log("[%d/%d] %-9s %-16s %-14s %8.3f s %9.1f MiB"
+                    % (rnd + 1, runs, w.name, a.name, r.status, r.seconds, r.peak_bytes / 2**20))
+                if r.status != "ok" or sum(x.seconds for x in results[cell]) > args.cell_budget:
+                    stopped.add(cell)
+
+    rows = []
+    for w in workloads:
+        base_runs = [r for r in results.get((w.name, "glibc"), []) if r.status == "ok"]
+        baseline = None
+        if base_runs:
+            baseline = {"sha": base_runs[0].stdout_sha,
+                        "time_s": statistics.median(r.seconds for r in base_runs),
+                        "mem_mib": statistics.median(r.peak_bytes for r in base_runs) / 2**20}
+        for a in ready:
+            if (w.name, a.name) in results:
+                rows.append(aggregate(w.name, a, results[(w.name, a.name)], baseline, a.note))
+
+    elapsed = time.monotonic() - started
+    meta = ("Machine: %s. Date: %s. Size: %s, %d run(s) per cell, interleaved, median; "
+            "suite took %.0f s." % (machine_description(),
+                                     datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+                                     size, runs, elapsed))
+    names = [a.name for a in ready]
+    wnames = [w.name for w in workloads]
+    report.write_csv(rows, os.path.join(out, "results.csv"))
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(report.markdown(rows, names, wnames, meta))
+    try:
+        report.plots(rows, names, wnames, out)
+    except ImportError:
+        log("skip: plots: matplotlib is not installed (pip install matplotlib)")
+    log("bench: done in %.0f s: %s" % (elapsed, ", ".join(
+        os.path.join(out, f) for f in sorted(os.listdir(out)))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

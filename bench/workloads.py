@@ -1,0 +1,183 @@
+"""The workloads, one table row each: what to run, at a smoke size (seconds under Oscar, for
+the test suite) and a full size (for the numbers in docs/benchmarks.md).
+
+Sizes are set by Oscar, not glibc: Oscar costs a system call or more per small allocation, so
+a workload that takes 1 s under glibc can take minutes under Oscar, Electric Fence or DUMA. Full
+sizes keep Oscar at ~2-10 s per run, so the whole suite fits in 30 minutes on 2 cores.
+"""
+
+import dataclasses
+import os
+import random
+import shutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INPUTS = os.path.join(HERE, "inputs")
+
+
+@dataclasses.dataclass
+class Command:
+    argv: list
+    env: dict = dataclasses.field(default_factory=dict)
+    stdin: str = None   # path of a file to feed on stdin
+    cwd: str = None
+
+
+@dataclasses.dataclass
+class Context:
+    programs_dir: str   # <build>/bench/programs
+    workdir: str        # scratch directory for generated inputs and outputs
+
+
+@dataclasses.dataclass
+class Workload:
+    name: str
+    kind: str            # "micro" (bench/programs) or "real" (a Debian program)
+    description: str
+    sizes: dict          # {"smoke": n, "full": n}
+    make: object         # (ctx, n) -> Command
+    requires: list = dataclasses.field(default_factory=list)  # [(executable, Debian package)]
+
+
+def _micro(program, *extra):
+    def make(ctx, n):
+        return Command([os.path.join(ctx.programs_dir, program), str(n)] + [str(e) for e in extra])
+    return make
+
+
+# ---- generated inputs (deterministic, cached in the work directory) -------------------------
+
+WORDS = ("alloc free page shadow canonical heap memory object pointer thread kernel mapping "
+         "running testing sorting reading writing parsing lorem ipsum dolor sit amet").split()
+
+
+def _text_file(ctx, lines):
+    path = os.path.join(ctx.workdir, "text-%d.txt" % lines)
+    if not os.path.exists(path):
+        rng = random.Random(lines)
+        with open(path, "w") as f:
+            for i in range(lines):
+                f.write(" ".join(rng.choice(WORDS) + str(rng.randrange(50))
+                                 for _ in range(12)) + "\n")
+    return path
+
+
+def _c_file(ctx, functions):
+    """A large C file: many functions with loops, switches and local structs, so the compiler
+    builds big trees, RTL and CFGs."""
+    path = os.path.join(ctx.workdir, "big-%d.c" % functions)
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write("struct pt { int x, y; double w; };\n")
+            for i in range(functions):
+                f.write("int f%d(int a, int b) {\n  struct pt p = { a, b, %d.5 };\n"
+                        "  int acc = %d;\n  for (int i = 0; i < a; i++) {\n"
+                        "    switch ((i + b) %% 5) {\n" % (i, i, i))
+                for c in range(5):
+                    f.write("    case %d: acc += p.x * %d - (p.y >> %d); break;\n" % (c, c + i, c))
+                f.write("    }\n    if (acc > %d) acc ^= (int)p.w;\n  }\n" % (i * 13))
+                if i:
+                    f.write("  return acc + f%d(b, a - 1);\n}\n" % (i - 1))
+                else:
+                    f.write("  return acc;\n}\n")
+    return path
+
+
+def _sql_file(ctx, rows):
+    """An SQL workload after speedtest1's flavour (speedtest1 itself is only in the source
+    package): bulk inserts, an index, point and range selects, updates, deletes, a join."""
+    path = os.path.join(ctx.workdir, "work-%d.sql" % rows)
+    if not os.path.exists(path):
+        rng = random.Random(rows)
+        with open(path, "w") as f:
+            f.write("CREATE TABLE t1(a INTEGER, b INTEGER, c TEXT);\n"
+                    "CREATE TABLE t2(a INTEGER PRIMARY KEY, b TEXT);\nBEGIN;\n")
+            for i in range(rows):
+                f.write("INSERT INTO t1 VALUES(%d,%d,'%s');\n"
+                        % (i, rng.randrange(1000000), " ".join(rng.choice(WORDS) for _ in range(6))))
+                if i % 4 == 0:
+                    f.write("INSERT INTO t2 VALUES(%d,'%s');\n" % (i, rng.choice(WORDS) * 3))
+            f.write("COMMIT;\nCREATE INDEX i1b ON t1(b);\nCREATE INDEX i1c ON t1(c);\n")
+            for i in range(rows // 20):
+                lo = rng.randrange(1000000)
+                f.write("SELECT count(*), avg(b) FROM t1 WHERE b BETWEEN %d AND %d;\n"
+                        % (lo, lo + 5000))
+            f.write("BEGIN;\n")
+            for i in range(rows // 10):
+                f.write("UPDATE t1 SET c = c || 'x' WHERE a = %d;\n" % rng.randrange(rows))
+            f.write("DELETE FROM t1 WHERE b %% 7 = 0;\nCOMMIT;\n"
+                    "SELECT count(*), sum(length(t1.c)) FROM t1 JOIN t2 ON t1.a = t2.a;\n"
+                    "SELECT c, count(*) FROM t1 GROUP BY c ORDER BY 2 DESC, 1 LIMIT 5;\n")
+    return path
+
+
+def _xz_input(ctx, kib):
+    path = os.path.join(ctx.workdir, "data-%d.bin" % kib)
+    if not os.path.exists(path):
+        rng = random.Random(kib)
+        chunk = []
+        size = 0
+        while size < kib * 1024:   # text with some repetition: compressible, not trivially
+            line = " ".join(rng.choice(WORDS) + str(rng.randrange(10000)) for _ in range(10))
+            chunk.append(line)
+            size += len(line) + 1
+        with open(path, "w") as f:
+            f.write("\n".join(chunk))
+    return path
+
+
+def _gcc(ctx, n):
+    src = _c_file(ctx, n)
+    return Command(["gcc", "-O2", "-c", src, "-o", os.path.join(ctx.workdir, "big.o")])
+
+
+def _python(ctx, n):
+    # /usr/bin/python3, not the harness's interpreter: the system's build is what we measure.
+    return Command(["/usr/bin/python3", os.path.join(INPUTS, "python_work.py"), str(n)],
+                   env={"PYTHONMALLOC": "malloc", "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def _perl(ctx, n):
+    return Command(["perl", os.path.join(INPUTS, "perl_words.pl"), _text_file(ctx, n), "1"])
+
+
+def _sqlite(ctx, n):
+    # -lookaside 0 0 turns off SQLite's own small-object pool, so its allocations reach malloc.
+    return Command(["sqlite3", "-batch", "-lookaside", "0", "0", ":memory:"],
+                   stdin=_sql_file(ctx, n))
+
+
+def _xz(ctx, kib):
+    return Command(["xz", "-T1", "-6", "-c", _xz_input(ctx, kib)])
+
+
+WORKLOADS = [
+    Workload("larson", "micro", "4 threads each churning 1000 live objects of 16-512 B",
+             {"smoke": 2000, "full": 150000}, _micro("larson", 4, 1000)),
+    Workload("prodcons", "micro", "2 producer threads, 2 consumer threads free what the others allocated",
+             {"smoke": 2000, "full": 150000}, _micro("prodcons", 2)),
+    Workload("lifetimes", "micro", "4000 long-lived objects replaced slowly, bursts of 32 temporaries",
+             {"smoke": 200, "full": 12000}, _micro("lifetimes", 4000)),
+    Workload("realloc", "micro", "buffers grown to 4-64 KiB by 1-64 B realloc steps",
+             {"smoke": 20, "full": 2500}, _micro("realloc_growth")),
+    Workload("stl", "micro", "std::map/unordered_map/list/vector of strings and vectors (C++)",
+             {"smoke": 1, "full": 25}, _micro("stl")),
+    Workload("bigobj", "micro", "objects of 64 KiB-4 MiB, every page touched, 8 alive",
+             {"smoke": 20, "full": 2500}, _micro("bigobj")),
+    Workload("gcc", "real", "gcc -O2 -c on a generated C file (N functions)",
+             {"smoke": 30, "full": 1200}, _gcc, [("gcc", "gcc")]),
+    Workload("python", "real", "/usr/bin/python3 pure-Python dict/list/str rounds, PYTHONMALLOC=malloc",
+             {"smoke": 1, "full": 8}, _python, [("/usr/bin/python3", "python3")]),
+    Workload("perl", "real", "perl word counts, regex rewriting and sorting of a generated text",
+             {"smoke": 500, "full": 40000}, _perl, [("perl", "perl")]),
+    Workload("sqlite", "real", "sqlite3 (:memory:, lookaside off) running generated inserts/indexes/selects",
+             {"smoke": 300, "full": 20000}, _sqlite, [("sqlite3", "sqlite3")]),
+    Workload("xz", "real", "xz -6 -T1 compressing generated text (KiB)",
+             {"smoke": 256, "full": 12288}, _xz, [("xz", "xz-utils")]),
+]
+
+
+def missing_requirements(workload):
+    """The Debian packages whose executables this workload needs and cannot find."""
+    return [pkg for exe, pkg in workload.requires
+            if not (os.path.exists(exe) if os.path.isabs(exe) else shutil.which(exe))]
