@@ -32,7 +32,7 @@ class RunResult:
     status: str                 # "ok", "crash: SIGSEGV", "exit 1", "timeout"
     seconds: float
     peak_bytes: int             # the formula above
-    rss_bytes: int              # naive peak RSS (ru_maxrss), for comparison only
+    rss_bytes: int              # naive peak RSS (sum of VmHWM), for comparison only
     faults: int                 # minor + major page faults of the tree (reaped children included)
     stdout_sha: str
     stdout_head: str
@@ -76,12 +76,14 @@ def _tree(root):
 
 
 def sample_tree(root):
-    """Current memory of the process tree rooted at `root`, by the formula above."""
-    total = 0
+    """(memory by the formula above, naive VmHWM sum) of the process tree rooted at `root`."""
+    total = hwm = 0
     memfds = {}
     for pid in _tree(root):
         total += _read_kv("/proc/%d/smaps_rollup" % pid).get("Pss_Anon", 0)
-        total += _read_kv("/proc/%d/status" % pid).get("VmPTE", 0)
+        status = _read_kv("/proc/%d/status" % pid)
+        total += status.get("VmPTE", 0)
+        hwm += status.get("VmHWM", 0)  # peak RSS of the current image: counts aliases again
         try:
             with open("/proc/%d/maps" % pid, "rb") as f:
                 total += f.read().count(b"\n") * VMA_BYTES
@@ -99,7 +101,7 @@ def sample_tree(root):
                     memfds[(st.st_dev, st.st_ino)] = st.st_blocks * 512
             except OSError:
                 pass
-    return total + sum(memfds.values())
+    return total + sum(memfds.values()), hwm
 
 
 def _oscar_counters(stats_dir):
@@ -144,15 +146,16 @@ def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False):
             start = time.monotonic()
             proc = subprocess.Popen(argv, stdin=inp, stdout=out, stderr=err, env=env, cwd=cwd,
                                     start_new_session=True)
-            peak = [0]
+            peak = [0, 0]
             timed_out = threading.Event()
             done = threading.Event()
 
             def sampler():
-                interval = SAMPLE_SECONDS
+                interval = 0.001  # ramp up to SAMPLE_SECONDS: short runs still get samples
                 while not done.is_set():
                     t0 = time.monotonic()
-                    peak[0] = max(peak[0], sample_tree(proc.pid))
+                    mem, hwm = sample_tree(proc.pid)
+                    peak[0], peak[1] = max(peak[0], mem), max(peak[1], hwm)
                     cost = time.monotonic() - t0
                     if t0 - start > timeout:
                         timed_out.set()
@@ -164,6 +167,7 @@ def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False):
                     # Reading /proc of a process with 60k mappings takes milliseconds and holds
                     # its mmap lock: back off so the measurement does not become the workload.
                     done.wait(max(interval, 4 * cost))
+                    interval = min(SAMPLE_SECONDS, interval * 2)
 
             thread = threading.Thread(target=sampler, daemon=True)
             thread.start()
@@ -188,7 +192,7 @@ def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False):
             err_tail = f.read().decode("utf-8", "replace")
         status_text = "timeout" if timed_out.is_set() else describe_status(status)
         return RunResult(status=status_text, seconds=seconds, peak_bytes=peak[0],
-                         rss_bytes=usage.ru_maxrss * 1024,
+                         rss_bytes=peak[1],
                          faults=usage.ru_minflt + usage.ru_majflt,
                          stdout_sha=sha.hexdigest(),
                          stdout_head=head.decode("utf-8", "replace"),

@@ -50,9 +50,9 @@ def parse_args(argv):
     p.add_argument("--ablation", action="store_true",
                    help="Oscar with one optimisation at a time instead of the peer allocators")
     p.add_argument("--build-dir", help="Oscar build directory (default $OSCAR_BUILD_DIR or <repo>/build)")
-    p.add_argument("--timeout", type=float, help="seconds before a run is killed (default 120, smoke 60)")
-    p.add_argument("--cell-budget", type=float, default=60.0,
-                   help="stop repeating a cell once its runs took this many seconds (default 60; "
+    p.add_argument("--timeout", type=float, help="seconds before a run is killed (default 30, smoke 60)")
+    p.add_argument("--cell-budget", type=float, default=30.0,
+                   help="stop repeating a cell once its runs took this many seconds (default 30; "
                         "it still gets at least one run)")
     p.add_argument("--list", action="store_true", help="list allocators and workloads, then exit")
     return p.parse_args(argv)
@@ -104,14 +104,14 @@ def machine_description():
             % (os.cpu_count(), cpu, platform.release(), maxmap, platform.libc_ver()[1], commit))
 
 
-def aggregate(workload, allocator, results, baseline, note):
+def aggregate(workload, allocator, results, baseline):
     ok = [r for r in results if r.status == "ok"]
-    row = {"workload": workload, "allocator": allocator.name, "runs": len(results), "note": note}
+    row = {"workload": workload, "allocator": allocator.name, "runs": len(results), "note": ""}
     failed = [r for r in results if r.status != "ok"]
     if failed:
         row["status"] = failed[0].status
-        row["note"] = (note + " " + failed[0].stderr_tail.strip().splitlines()[-1][:120]
-                       if failed[0].stderr_tail.strip() else note).strip()
+        tail = failed[0].stderr_tail.strip()
+        row["note"] = tail.splitlines()[-1][:160] if tail else ""
     elif baseline and baseline.get("sha") and ok[0].stdout_sha != baseline["sha"]:
         row["status"] = "wrong output"
     else:
@@ -125,10 +125,11 @@ def aggregate(workload, allocator, results, baseline, note):
     row["faults"] = med([r.faults for r in ok])
     m = re.search(r"^allocations (\d+)$", ok[0].stdout_head, re.M)
     counters = ok[-1].oscar
-    allocs = counters.get("allocations") or (int(m.group(1)) if m else None)
-    row["allocations"] = allocs
-    if allocator.is_oscar and counters.get("allocations"):
-        n = counters["allocations"]
+    # realloc is an allocation call too (Oscar counts it apart from malloc/new)
+    oscar_calls = counters.get("allocations", 0) + counters.get("reallocs", 0)
+    row["allocations"] = oscar_calls or (int(m.group(1)) if m else None)
+    if allocator.is_oscar and oscar_calls:
+        n = oscar_calls
         row["syscalls_per_1k_allocs"] = 1000.0 * counters.get("syscalls_total", 0) / n
         row["peak_mappings_per_1k_allocs"] = 1000.0 * counters.get("peak_mappings_estimate", 0) / n
         row["peak_canonical_mib"] = counters.get("peak_canonical_bytes", 0) / 2**20
@@ -145,7 +146,7 @@ def main(argv=None):
     args = parse_args(argv)
     size = "smoke" if args.smoke else "full"
     runs = args.runs or (1 if args.smoke else 5)
-    timeout = args.timeout or (60.0 if args.smoke else 120.0)
+    timeout = args.timeout or (60.0 if args.smoke else 30.0)
     build = os.path.abspath(args.build_dir or os.environ.get("OSCAR_BUILD_DIR")
                             or os.path.join(REPO, "build"))
     oscar_lib = os.path.join(build, "src", "liboscar.so")
@@ -243,7 +244,7 @@ def main(argv=None):
                         "mem_mib": statistics.median(r.peak_bytes for r in base_runs) / 2**20}
         for a in ready:
             if (w.name, a.name) in results:
-                rows.append(aggregate(w.name, a, results[(w.name, a.name)], baseline, a.note))
+                rows.append(aggregate(w.name, a, results[(w.name, a.name)], baseline))
 
     elapsed = time.monotonic() - started
     meta = ("Machine: %s. Date: %s. Size: %s, %d run(s) per cell, interleaved, median; "

@@ -105,7 +105,7 @@ def _sql_file(ctx, rows):
             f.write("BEGIN;\n")
             for i in range(rows // 10):
                 f.write("UPDATE t1 SET c = c || 'x' WHERE a = %d;\n" % rng.randrange(rows))
-            f.write("DELETE FROM t1 WHERE b %% 7 = 0;\nCOMMIT;\n"
+            f.write("DELETE FROM t1 WHERE b % 7 = 0;\nCOMMIT;\n"
                     "SELECT count(*), sum(length(t1.c)) FROM t1 JOIN t2 ON t1.a = t2.a;\n"
                     "SELECT c, count(*) FROM t1 GROUP BY c ORDER BY 2 DESC, 1 LIMIT 5;\n")
     return path
@@ -153,27 +153,27 @@ def _xz(ctx, kib):
 
 WORKLOADS = [
     Workload("larson", "micro", "4 threads each churning 1000 live objects of 16-512 B",
-             {"smoke": 2000, "full": 150000}, _micro("larson", 4, 1000)),
+             {"smoke": 2000, "full": 60000}, _micro("larson", 4, 1000)),
     Workload("prodcons", "micro", "2 producer threads, 2 consumer threads free what the others allocated",
-             {"smoke": 2000, "full": 150000}, _micro("prodcons", 2)),
+             {"smoke": 2000, "full": 100000}, _micro("prodcons", 2)),
     Workload("lifetimes", "micro", "4000 long-lived objects replaced slowly, bursts of 32 temporaries",
-             {"smoke": 200, "full": 12000}, _micro("lifetimes", 4000)),
+             {"smoke": 200, "full": 8000}, _micro("lifetimes", 4000)),
     Workload("realloc", "micro", "buffers grown to 4-64 KiB by 1-64 B realloc steps",
-             {"smoke": 20, "full": 2500}, _micro("realloc_growth")),
+             {"smoke": 20, "full": 2000}, _micro("realloc_growth")),
     Workload("stl", "micro", "std::map/unordered_map/list/vector of strings and vectors (C++)",
-             {"smoke": 1, "full": 25}, _micro("stl")),
+             {"smoke": 1, "full": 15}, _micro("stl")),
     Workload("bigobj", "micro", "objects of 64 KiB-4 MiB, every page touched, 8 alive",
-             {"smoke": 20, "full": 2500}, _micro("bigobj")),
+             {"smoke": 20, "full": 1000}, _micro("bigobj")),
     Workload("gcc", "real", "gcc -O2 -c on a generated C file (N functions)",
-             {"smoke": 30, "full": 1200}, _gcc, [("gcc", "gcc")]),
+             {"smoke": 10, "full": 80}, _gcc, [("gcc", "gcc")]),
     Workload("python", "real", "/usr/bin/python3 pure-Python dict/list/str rounds, PYTHONMALLOC=malloc",
              {"smoke": 1, "full": 8}, _python, [("/usr/bin/python3", "python3")]),
     Workload("perl", "real", "perl word counts, regex rewriting and sorting of a generated text",
-             {"smoke": 500, "full": 40000}, _perl, [("perl", "perl")]),
+             {"smoke": 500, "full": 12000}, _perl, [("perl", "perl")]),
     Workload("sqlite", "real", "sqlite3 (:memory:, lookaside off) running generated inserts/indexes/selects",
-             {"smoke": 300, "full": 20000}, _sqlite, [("sqlite3", "sqlite3")]),
+             {"smoke": 300, "full": 12000}, _sqlite, [("sqlite3", "sqlite3")]),
     Workload("xz", "real", "xz -6 -T1 compressing generated text (KiB)",
-             {"smoke": 256, "full": 12288}, _xz, [("xz", "xz-utils")]),
+             {"smoke": 128, "full": 1536}, _xz, [("xz", "xz-utils")]),
 ]
 
 

@@ -55,6 +55,8 @@ void oscar_init(void) {
         report_fatal("cannot reserve the stack store", err);
     maplimit_init();
     fault_init();
+    if (options_int(OPT_STATS_SIGNAL))
+        fault_init_stats_signal((int)options_int(OPT_STATS_SIGNAL));
     atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
     oscar_lock_release(&init_lock);
     /* pthread_atfork may allocate: only now that malloc works. */

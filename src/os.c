@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/mman.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -280,6 +282,51 @@ long os_readlink(const char *path, char *buf, size_t cap) {
     long n = sys6(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)cap - 1, 0, 0);
     buf[n > 0 ? n : 0] = 0;
     return n;
+}
+
+int os_page_faults(uint64_t *minor, uint64_t *major) {
+    struct rusage ru;
+    int err = err_of(sys6(SYS_getrusage, RUSAGE_SELF, (long)&ru, 0, 0, 0, 0));
+    if (!err) {
+        *minor = (uint64_t)ru.ru_minflt;
+        *major = (uint64_t)ru.ru_majflt;
+    }
+    return err;
+}
+
+int os_status_bytes(const char *field, uint64_t *bytes) {
+    int fd, err = open_read("/proc/self/status", &fd);
+    if (err)
+        return err;
+    char buf[8192];
+    long n = sys6(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0, 0);
+    os_close(fd);
+    if (n <= 0)
+        return EIO;
+    buf[n] = 0;
+    size_t flen = strlen(field);
+    for (char *line = buf; line && *line;) {
+        if (strncmp(line, field, flen) == 0) {
+            uint64_t v = 0;
+            for (char *p = line + flen; *p && *p != '\n'; p++)
+                if (*p >= '0' && *p <= '9')
+                    v = v * 10 + (uint64_t)(*p - '0');
+            *bytes = v << 10;
+            return 0;
+        }
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return ENOENT;
+}
+
+int os_file_resident(int fd, uint64_t *bytes) {
+    struct stat st;
+    int err = err_of(sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0));
+    if (!err)
+        *bytes = (uint64_t)st.st_blocks * 512;
+    return err;
 }
 
 long os_gettid(void) { return sys6(SYS_gettid, 0, 0, 0, 0, 0, 0); }

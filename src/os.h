@@ -53,6 +53,12 @@ int os_read_long(const char *path, long *value);
 void *os_map_file(const char *path, size_t *len, int *err);
 /* readlink into buf (NUL-terminated, truncated to fit); length or -errno. */
 long os_readlink(const char *path, char *buf, size_t cap);
+/* Page faults of the process so far (getrusage). */
+int os_page_faults(uint64_t *minor, uint64_t *major);
+/* A "Name:   N kB" field of /proc/self/status, in bytes. */
+int os_status_bytes(const char *field, uint64_t *bytes);
+/* Bytes of a file actually backed by memory (st_blocks): sparse holes count nothing. */
+int os_file_resident(int fd, uint64_t *bytes);
 long os_gettid(void);
 int os_getpid(void);
 #endif

@@ -1,5 +1,6 @@
 /* stats: see stats.h. */
 #include "stats.h"
+#include "canon.h"
 #include "fmt.h"
 #include "options.h"
 #include "os.h"
@@ -38,10 +39,25 @@ void stats_fold(uint64_t allocs, uint64_t frees, uint64_t small, uint64_t large,
     stats_gauge_add(STAT_LIVE_OBJECTS, STAT_PEAK_LIVE_OBJECTS, (int64_t)(allocs - frees));
 }
 
+/* Figures only the kernel knows, read when the statistics are printed. Physical memory
+ * is counted once: the canonical heap's resident bytes, not every shadow alias of it. */
+static void stats_sample(void) {
+    uint64_t a, b;
+    if (os_file_resident(oscar_canon.fd, &a) == 0)
+        atomic_store(&oscar_stats[STAT_CANONICAL_RESIDENT_BYTES], a);
+    if (os_status_bytes("VmPTE:", &a) == 0)
+        atomic_store(&oscar_stats[STAT_PAGE_TABLE_BYTES], a);
+    if (os_page_faults(&a, &b) == 0) {
+        atomic_store(&oscar_stats[STAT_PAGE_FAULTS_MINOR], a);
+        atomic_store(&oscar_stats[STAT_PAGE_FAULTS_MAJOR], b);
+    }
+}
+
 void stats_emit(void) {
     const char *path = options_string(OPT_STATS_FILE);
     if (!options_int(OPT_STATS) && !path)
         return;
+    stats_sample();
     uint64_t v[STAT_COUNT];
     for (int i = 0; i < STAT_COUNT; i++)
         v[i] = atomic_load_explicit(&oscar_stats[i], memory_order_relaxed);

@@ -1,0 +1,113 @@
+/* The heavier fork_with_threads: 200 forks while 4 threads allocate and free (small and
+ * large). Each child checks and overwrites objects the parent holds, allocates and frees,
+ * starts and joins a thread of its own, and frees objects allocated by the parent's threads;
+ * the parent checks after every fork that the child's writes stayed in the child. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "common.h"
+
+#define FORKS 200
+#define NSENT 64
+
+static atomic_int stop;
+static unsigned char *sentinel[NSENT];
+
+static size_t sent_size(int i) { return 1 + (size_t)i * 523 % 9000; }
+
+static void *churn(void *arg) {
+    uint64_t rng = (uint64_t)(intptr_t)arg + 1;
+    void *win[64] = {0};
+    while (!atomic_load(&stop)) {
+        int k = (int)(rng_next(&rng) % 64);
+        free(win[k]);
+        size_t n = 1 + rng_next(&rng) % 20000;
+        win[k] = malloc(n);
+        if (win[k])
+            memset(win[k], k, n < 64 ? n : 64);
+    }
+    for (int k = 0; k < 64; k++)
+        free(win[k]);
+    return NULL;
+}
+
+static void *child_thread(void *arg) {
+    int ok = 1;
+    for (int i = 0; i < 100; i++) {
+        unsigned char *p = malloc(1 + (size_t)i * 41);
+        if (!p)
+            return (void *)1;
+        fill_pattern(p, 1 + (size_t)i * 41, (uint64_t)i);
+        ok &= check_pattern(p, 1 + (size_t)i * 41, (uint64_t)i);
+        free(p);
+    }
+    return ok ? arg : (void *)1;
+}
+
+static int child_main(int f) {
+    int ok = 1;
+    for (int i = 0; i < NSENT; i++) {
+        ok &= check_pattern(sentinel[i], sent_size(i), (uint64_t)i);
+        memset(sentinel[i], 0xCC, sent_size(i));
+    }
+    for (int i = 0; i < NSENT; i += 4) {
+        free(sentinel[i]);
+        sentinel[i] = NULL;
+    }
+    for (int i = 0; i < 200; i++) {
+        unsigned char *p = malloc(1 + (size_t)(i * 37 + f) % 5000);
+        if (!p)
+            return 0;
+        fill_pattern(p, 1 + (size_t)(i * 37 + f) % 5000, (uint64_t)i);
+        ok &= check_pattern(p, 1 + (size_t)(i * 37 + f) % 5000, (uint64_t)i);
+        free(p);
+    }
+    if (f % 10 == 0) {
+        pthread_t t;
+        void *ret = (void *)1;
+        if (pthread_create(&t, NULL, child_thread, NULL) != 0)
+            return 0;
+        pthread_join(t, &ret);
+        ok &= ret == NULL;
+    }
+    return ok;
+}
+
+int main(void) {
+    test_init();
+    for (int i = 0; i < NSENT; i++) {
+        sentinel[i] = malloc(sent_size(i));
+        fill_pattern(sentinel[i], sent_size(i), (uint64_t)i);
+    }
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, churn, (void *)(intptr_t)i);
+    int bad_child = 0, bad_parent = 0;
+    for (int f = 0; f < FORKS; f++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            return 2;
+        if (pid == 0)
+            _exit(child_main(f) ? 0 : 1);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            if (bad_child++ < 5)
+                printf("fork %d: child status 0x%x\n", f, status);
+        }
+        for (int i = 0; i < NSENT; i++)
+            if (!check_pattern(sentinel[i], sent_size(i), (uint64_t)i))
+                bad_parent++;
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < NSENT; i++)
+        free(sentinel[i]);
+    check(bad_child == 0, "every child saw the parent's objects, allocated and exited cleanly");
+    check(bad_parent == 0, "no child's write reached the parent");
+    printf("%d forks with 4 busy threads done\n", FORKS);
+    return test_finish();
+}
