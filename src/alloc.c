@@ -72,14 +72,41 @@ __attribute__((destructor)) static void oscar_destructor(void) {
     stats_emit();
 }
 
+/* Requested bytes now live; per thread, folded into stats with the other counters. */
+static void account_bytes(int64_t delta) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_LIVE)
+        tc->live_bytes += delta;
+    else
+        stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, delta);
+}
+
 /* Remember who allocated p (not for packed objects: they share their page). */
-static void *noted(void *p) {
-    if (stack_depth && p) {
-        uintptr_t page = (uintptr_t)p & ~(OSCAR_PAGE - 1);
-        if (entry_kind(region_load(page)) != PK_PACKED)
-            stack_note_alloc(page);
+static void *noted(void *p, size_t size) {
+    if (!p)
+        return p;
+    uintptr_t page = (uintptr_t)p & ~(OSCAR_PAGE - 1);
+    uint64_t e = region_load(page);
+    if (entry_kind(e) == PK_PACKED) {
+        account_bytes(class_size[entry_class(e)]); /* packed objects keep no size */
+        return p;
     }
+    account_bytes((int64_t)size);
+    if (stack_depth)
+        stack_note_alloc(page);
     return p;
+}
+
+/* The requested size the free of a live object (entry e) gives back. */
+static size_t live_size(uint64_t e) {
+    switch (entry_kind(e)) {
+    case PK_SMALL:
+        return entry_small_size(e);
+    case PK_PACKED:
+        return class_size[entry_class(e)];
+    default:
+        return entry_payload(e);
+    }
 }
 
 static void *malloc_unnoted(size_t size) {
@@ -88,7 +115,7 @@ static void *malloc_unnoted(size_t size) {
     return large_alloc(size, OSCAR_PAGE);
 }
 
-void *alloc_malloc(size_t size) { return noted(malloc_unnoted(size)); }
+void *alloc_malloc(size_t size) { return noted(malloc_unnoted(size), size); }
 
 static void *aligned_unnoted(size_t size, size_t align) {
     if (align <= OSCAR_MIN_ALIGN)
@@ -103,7 +130,9 @@ static void *aligned_unnoted(size_t size, size_t align) {
     return large_alloc(size, align);
 }
 
-void *alloc_aligned(size_t size, size_t align) { return noted(aligned_unnoted(size, align)); }
+void *alloc_aligned(size_t size, size_t align) {
+    return noted(aligned_unnoted(size, align), size);
+}
 
 static void count_free(void) {
     struct thread_cache *tc = oscar_tc;
@@ -141,8 +170,10 @@ void alloc_free(void *p, enum report_caller who) {
         bool done = k == PK_SMALL    ? small_free(a, e)
                     : k == PK_PACKED ? packed_free(a, e)
                                      : large_free(a, e);
-        if (done)
+        if (done) {
+            account_bytes(-(int64_t)live_size(e));
             break;
+        }
         /* The entry changed under us: another thread freed it too; look again. */
     }
     count_free();
@@ -171,8 +202,10 @@ void *alloc_realloc(void *p, size_t size) {
     /* Same size class or same pages: keep the address, record the new size. */
     if (entry_kind(e) == PK_SMALL && size <= OSCAR_SMALL_MAX &&
         size_class_of(size) == entry_class(e)) {
-        if (atomic_compare_exchange_strong(region_entry(a), &e, entry_with_size(e, size)))
+        if (atomic_compare_exchange_strong(region_entry(a), &e, entry_with_size(e, size))) {
+            account_bytes((int64_t)size - (int64_t)entry_small_size(e));
             return p;
+        }
         return alloc_realloc(p, size); /* raced with a free: report it */
     }
     if (entry_kind(e) == PK_PACKED && size <= OSCAR_SMALL_MAX &&
@@ -180,14 +213,22 @@ void *alloc_realloc(void *p, size_t size) {
         return p; /* packed objects do not record their requested size */
     if (entry_kind(e) == PK_LARGE && size > OSCAR_SMALL_MAX && size <= LARGE_MAX &&
         large_len(size) == large_len(entry_payload(e))) {
-        if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size)))
+        if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size))) {
+            account_bytes((int64_t)size - (int64_t)entry_payload(e));
             return p;
+        }
         return alloc_realloc(p, size);
     }
     if (entry_kind(e) == PK_LARGE && size > entry_payload(e) && entry_payload(e) >= MOVE_THRESHOLD) {
+        if (stack_depth)
+            stack_note_free(a);
         void *q = large_grow_by_moving(a, e, size);
-        if (q)
+        if (q) {
+            account_bytes((int64_t)size - (int64_t)entry_payload(e));
+            if (stack_depth)
+                stack_note_alloc((uintptr_t)q);
             return q;
+        }
     }
     void *q = alloc_malloc(size);
     if (!q)

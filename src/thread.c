@@ -128,6 +128,8 @@ uintptr_t thread_take_shadow(struct thread_cache *tc, size_t pages) {
 void thread_fold_stats(struct thread_cache *tc) {
     stats_fold(tc->n_alloc, tc->n_free, tc->n_small, tc->n_large, tc->n_realloc);
     tc->n_alloc = tc->n_free = tc->n_small = tc->n_large = tc->n_realloc = 0;
+    stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, tc->live_bytes);
+    tc->live_bytes = 0;
 }
 
 void thread_fold_all_stats(void) {

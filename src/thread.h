@@ -27,6 +27,7 @@ struct thread_cache {
     uintptr_t slice_cur, slice_end; /* this thread's never-reused shadow addresses */
     /* Local counters, folded into stats in batches. */
     uint64_t n_alloc, n_free, n_small, n_large, n_realloc;
+    int64_t live_bytes; /* requested bytes allocated minus freed since the last fold */
     struct thread_cache *next, *prev; /* registry of live caches / free list */
     uintptr_t storage[];              /* NUM_CLASSES * RUN_PAGES object slots */
 };

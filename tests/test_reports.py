@@ -127,6 +127,7 @@ def test_stats_json_counts_exactly(runner, tmp_path):
     data = json.loads((tmp_path / ("s-%d.json" % res.pid)).read_text())
     assert data["allocations"] == 1000 and data["frees"] == 1000, data
     assert data["small_allocations"] == 1000 and data["live_objects"] == 0, data
+    assert data["live_bytes"] == 0 and 1000 * 32 - 64 * 32 <= data["peak_live_bytes"] <= 1000 * 32, data
     # The peak is sampled when a thread folds its counters (each new run of shadows).
     assert 1000 - 64 <= data["peak_live_objects"] <= 1000, data
     assert data["shadows_revoked"] >= 1000, data
