@@ -21,10 +21,10 @@
 struct option_row {
     const char *env, *kind;
     long def, min, max;
-    const char *desc;
+    const char *choices, *desc;
 };
 static const struct option_row rows[] = {
-#define OSCAR_OPTION(id, env, kind, def, min, max, desc) {env, #kind, def, min, max, desc},
+#define OSCAR_OPTION(id, env, kind, def, min, max, choices, desc) {env, #kind, def, min, max, choices, desc},
 #include "options.def"
 #undef OSCAR_OPTION
 };
@@ -33,6 +33,19 @@ static const struct option_row rows[] = {
 static void range_text(const struct option_row *r, char *buf, size_t cap) {
     if (!strcmp(r->kind, "STRING"))
         snprintf(buf, cap, "path");
+    else if (!strcmp(r->kind, "CHOICE")) {
+        /* "a|b" reads "a or b" (and keeps Markdown tables intact). */
+        size_t n = 0;
+        for (const char *c = r->choices; *c && n + 5 < cap; c++) {
+            if (*c == '|') {
+                memcpy(buf + n, " or ", 4);
+                n += 4;
+            } else {
+                buf[n++] = *c;
+            }
+        }
+        buf[n] = 0;
+    }
     else if (!strcmp(r->kind, "BOOL"))
         snprintf(buf, cap, "0 or 1");
     else
@@ -42,6 +55,12 @@ static void range_text(const struct option_row *r, char *buf, size_t cap) {
 static void default_text(const struct option_row *r, char *buf, size_t cap) {
     if (!strcmp(r->kind, "STRING"))
         snprintf(buf, cap, "unset");
+    else if (!strcmp(r->kind, "CHOICE")) {
+        const char *c = r->choices;
+        for (long n = r->def; n > 0 && *c; c++)
+            n -= *c == '|';
+        snprintf(buf, cap, "%.*s", (int)strcspn(c, "|"), c);
+    }
     else
         snprintf(buf, cap, "%ld", r->def);
 }

@@ -4,22 +4,50 @@
 
 #include <stddef.h>
 
-enum option_kind { BOOL, INT, STRING };
+enum option_kind { BOOL, INT, STRING, CHOICE };
 
 struct option_row {
     const char *env;
     enum option_kind kind;
     long def, min, max;
+    const char *choices; /* CHOICE: "a|b|c" */
 };
 
 static const struct option_row rows[OPT_COUNT] = {
-#define OSCAR_OPTION(id, env, kind, def, min, max, desc) [OPT_##id] = {env, kind, def, min, max},
+#define OSCAR_OPTION(id, env, kind, def, min, max, choices, desc) [OPT_##id] = {env, kind, def, min, max, choices},
 #include "options.def"
 #undef OSCAR_OPTION
 };
 
 static long int_values[OPT_COUNT];
 static const char *string_values[OPT_COUNT];
+
+/* Append the n-th name of "a|b|c". */
+static void choice_name(struct fmt *f, const char *choices, long n) {
+    for (; n > 0 && *choices; choices++)
+        n -= *choices == '|';
+    for (; *choices && *choices != '|'; choices++)
+        fmt_char(f, *choices);
+}
+
+/* The index of value among "a|b|c", or -1. */
+static long choice_index(const char *choices, const char *value) {
+    long i = 0;
+    for (const char *c = choices;; i++) {
+        const char *v = value;
+        while (*v && *c == *v) {
+            c++;
+            v++;
+        }
+        if (!*v && (*c == '|' || !*c))
+            return i;
+        while (*c && *c != '|')
+            c++;
+        if (!*c)
+            return -1;
+        c++;
+    }
+}
 
 static void warn_invalid(const struct option_row *row, const char *value, const char *why) {
     char buf[512];
@@ -31,7 +59,10 @@ static void warn_invalid(const struct option_row *row, const char *value, const 
     fmt_str(&f, " is invalid (");
     fmt_str(&f, why);
     fmt_str(&f, "); using default ");
-    fmt_i64(&f, row->def);
+    if (row->kind == CHOICE)
+        choice_name(&f, row->choices, row->def);
+    else
+        fmt_i64(&f, row->def);
     fmt_char(&f, '\n');
     fmt_flush(&f, 2);
 }
@@ -67,10 +98,14 @@ static void parse_one(enum option_id id, const char *value) {
         return;
     }
     long v;
-    if (parse_int(value, row->min, row->max, &v) != 0) {
+    if (row->kind == CHOICE ? (v = choice_index(row->choices, value)) < 0
+                            : parse_int(value, row->min, row->max, &v) != 0) {
         char why[128];
         struct fmt f = FMT_INIT(why);
-        if (row->kind == BOOL) {
+        if (row->kind == CHOICE) {
+            fmt_str(&f, "expected one of ");
+            fmt_str(&f, row->choices);
+        } else if (row->kind == BOOL) {
             fmt_str(&f, "expected 0 or 1");
         } else {
             fmt_str(&f, "expected an integer from ");
@@ -83,6 +118,29 @@ static void parse_one(enum option_id id, const char *value) {
         return;
     }
     int_values[id] = v;
+}
+
+/* OSCAR_* names that are not runtime settings but belong to the oscar command. */
+static const char *const not_settings[] = {"OSCAR_LIBRARY=", NULL};
+
+/* A misspelt setting must not be silently ignored. */
+static void warn_unknown(const char *e) {
+    for (int i = 0; not_settings[i]; i++) {
+        const char *n = not_settings[i], *p = e;
+        while (*n && *n == *p) {
+            n++;
+            p++;
+        }
+        if (!*n)
+            return;
+    }
+    char buf[256];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: warning: ");
+    for (const char *p = e; *p && *p != '='; p++)
+        fmt_char(&f, *p);
+    fmt_str(&f, " is not an oscar setting (ignored; `oscar --help` lists them)\n");
+    fmt_flush(&f, 2);
 }
 
 void options_init(char **env) {
@@ -100,9 +158,11 @@ void options_init(char **env) {
             }
             if (!*n && *p == '=') {
                 parse_one((enum option_id)i, p + 1);
-                break;
+                goto next;
             }
         }
+        warn_unknown(e);
+    next:;
     }
 }
 

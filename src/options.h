@@ -4,7 +4,7 @@
 #define OSCAR_OPTIONS_H
 
 enum option_id {
-#define OSCAR_OPTION(id, env, kind, def, min, max, desc) OPT_##id,
+#define OSCAR_OPTION(id, env, kind, def, min, max, choices, desc) OPT_##id,
 #include "options.def"
 #undef OSCAR_OPTION
     OPT_COUNT

@@ -76,3 +76,13 @@ def test_stats_file_json(runner, tmp_path):
     assert not missing, "counters missing from the JSON: %s" % missing
     assert all(isinstance(v, int) for v in data.values()), data
     assert data["allocations"] >= 1000 and data["frees"] >= 1000, data
+
+
+def test_misspelt_setting_warns(runner):
+    """A name that looks like a setting but is not one is reported, never silently ignored."""
+    expected = runner.glibc("api_realloc")
+    res = runner.oscar("api_realloc", env={"OSCAR_STAT": "1"})
+    assert res.oscar_lines() == [
+        "oscar: warning: OSCAR_STAT is not an oscar setting (ignored; `oscar --help` lists them)"
+    ], res.describe()
+    assert res.returncode == 0 and res.stdout == expected.stdout, res.describe()
