@@ -43,10 +43,13 @@ ALLOCATORS = [
     Allocator("duma", "libduma.so.0", QUIET_DUMA, package="duma"),
 ]
 
-# --ablation: Oscar with one optimisation at a time. Today the only knob is the shadow batch
-# size (OSCAR_RUN_PAGES: shadows created per mmap). Add future settings as one more line.
+# --ablation: Oscar with one optimisation at a time: the shadow batch size (OSCAR_RUN_PAGES:
+# shadows created per mmap), revocation by guard markers instead of mmap(PROT_NONE), and the
+# cost of recording allocation/free stacks. Add future settings as one more line.
 ABLATION = [
     Allocator("glibc", None, note="baseline, no preload"),
+    Allocator("oscar-nostacks", OSCAR, {"OSCAR_STACK_DEPTH": "0"}, note="no stack recording"),
+    Allocator("oscar-noguards", OSCAR, {"OSCAR_GUARDS": "0"}, note="revoke with mmap(PROT_NONE)"),
     Allocator("oscar-run1", OSCAR, {"OSCAR_RUN_PAGES": "1"}, note="no batching"),
     Allocator("oscar-run8", OSCAR, {"OSCAR_RUN_PAGES": "8"}),
     Allocator("oscar-run64", OSCAR, {"OSCAR_RUN_PAGES": "64"}, note="the default"),

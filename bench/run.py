@@ -135,10 +135,13 @@ def aggregate(workload, allocator, results, baseline):
         row["peak_canonical_mib"] = counters.get("peak_canonical_bytes", 0) / 2**20
         if counters.get("mapping_limit_degraded"):
             row["note"] = (row["note"] + " degraded near vm.max_map_count").strip()
-    if baseline and baseline.get("time_s"):
-        row["time_ratio"] = 1.0 if allocator.name == "glibc" else row["time_s"] / baseline["time_s"]
-    if baseline and baseline.get("mem_mib"):
-        row["mem_ratio"] = 1.0 if allocator.name == "glibc" else row["mem_mib"] / baseline["mem_mib"]
+    if allocator.name == "glibc":
+        row["time_ratio"] = row["mem_ratio"] = 1.0  # by definition, even if a sample missed
+    else:
+        if baseline and baseline.get("time_s"):
+            row["time_ratio"] = row["time_s"] / baseline["time_s"]
+        if baseline and baseline.get("mem_mib"):  # 0 when a run ended before its first sample
+            row["mem_ratio"] = row["mem_mib"] / baseline["mem_mib"]
     return row
 
 
