@@ -41,10 +41,12 @@ void oscar_init(void) {
     options_init(environ);
     if (!options_int(OPT_GUARDS))
         os_guards_disable();
+    packed_mode = options_int(OPT_MODE) == 1;
     int err;
     if ((err = region_init()) != 0)
         report_fatal("cannot reserve address space for shadow pages (try a smaller "
                      "OSCAR_VA_GIB)", err);
+    packed_init();
     if ((err = canon_init()) != 0)
         report_fatal("cannot create the canonical heap (memfd)", err);
     if ((err = quarantine_init()) != 0)

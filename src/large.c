@@ -56,6 +56,45 @@ void *large_alloc(size_t size, size_t align) {
     return (void *)a;
 }
 
+/* The first page of the guard-revoked large object that page p belongs to, or 0. */
+static uintptr_t dead_head(uintptr_t p) {
+    if (!region_contains(p))
+        return 0;
+    uint64_t e = region_load(p);
+    if (entry_kind(e) == PK_LARGE_TAIL) {
+        p -= entry_payload(e) << OSCAR_PAGE_SHIFT;
+        e = region_load(p);
+    }
+    return entry_kind(e) == PK_LARGE_GUARDED ? p : 0;
+}
+
+/* Guarded pages stay in their private mapping, with page-table entries of their own. Once
+ * the dead objects around [a, a + len) make a stretch that can become PROT_NONE without a
+ * new mapping (or is big enough to be worth one), replace it, so long-dead large objects
+ * never pile up as mappings and page tables. */
+static void retire_dead_stretch(uintptr_t a, size_t len) {
+    uintptr_t lo = a, hi = a + len, h;
+    for (int i = 0; i < 64 && (h = dead_head(lo - OSCAR_PAGE)) != 0; i++)
+        lo = h;
+    for (int i = 0; i < 64 && region_contains(hi); i++) {
+        uint64_t e = region_load(hi);
+        if (entry_kind(e) != PK_LARGE_GUARDED)
+            break;
+        hi += large_len(entry_payload(e));
+    }
+    long delta = shadow_revoke_delta(lo, hi - OSCAR_PAGE);
+    if ((delta > 0 && hi - lo < (2UL << 20)) || maplimit_defer(delta))
+        return;
+    if (os_revoke((void *)lo, hi - lo) != 0)
+        return;
+    maplimit_add(delta);
+    for (uintptr_t p = lo; p < hi;) {
+        uint64_t e = region_load(p);
+        region_store(p, entry_with_kind(e, PK_LARGE_FREED));
+        p += large_len(entry_payload(e));
+    }
+}
+
 bool large_free(uintptr_t a, uint64_t e) {
     size_t len = large_len(entry_payload(e));
     if (os_guards_usable()) {
@@ -64,6 +103,7 @@ bool large_free(uintptr_t a, uint64_t e) {
             return false;
         if (os_guard((void *)a, len) == 0) {
             stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
+            retire_dead_stretch(a, len);
             return true;
         }
         region_store(a, e); /* refused: take the mmap path */

@@ -12,6 +12,7 @@ static enum page_view page_view(uintptr_t page, uint64_t *canon) {
     case PK_SMALL_FREED:
     case PK_LARGE_FREED:
     case PK_PACKED_FREED:
+    case PK_POISON:
         return VIEW_NONE;
     case PK_READY:
     case PK_SMALL:

@@ -14,6 +14,9 @@ struct object_info object_describe(uintptr_t addr) {
     case PK_NONE:
     case PK_READY:
         return o;
+    case PK_POISON:
+        o.state = OBJ_POISON;
+        return o;
     case PK_SMALL:
     case PK_SMALL_FREED:
     case PK_SMALL_GUARDED:

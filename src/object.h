@@ -10,6 +10,7 @@ enum object_state {
     OBJ_LIVE,
     OBJ_FREED,         /* revoked */
     OBJ_QUARANTINED,   /* freed, shadow not yet revoked */
+    OBJ_POISON,        /* the poison window: a pointer read from a freed packed object */
 };
 
 struct object_info {

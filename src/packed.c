@@ -7,6 +7,21 @@
 #include "mapview.h"
 #include "stats.h"
 
+bool packed_mode;
+static uint64_t poison_word;
+
+#define POISON_WINDOW (1UL << 20)
+
+void packed_init(void) {
+    uintptr_t w = region_take(POISON_WINDOW, OSCAR_PAGE);
+    if (!w)
+        return; /* no poison: freed objects keep their bytes (still never reused) */
+    for (uintptr_t p = w; p < w + POISON_WINDOW; p += OSCAR_PAGE)
+        region_store(p, entry_large(PK_POISON, 0));
+    /* Mid-window, so the pointer plus or minus a field offset still lands inside. */
+    poison_word = w + POISON_WINDOW / 2;
+}
+
 bool packed_refill(struct thread_cache *tc, unsigned cls) {
     struct class_cache *c = &tc->cls[cls];
     struct span *s = canon_span_acquire_packed(cls);
@@ -103,6 +118,9 @@ static void page_done(uintptr_t page, uint64_t e) {
     }
     maplimit_add(delta);
     stats_add(STAT_SHADOWS_REVOKED, 1);
+    /* Nothing can reach the canonical page now: give its memory back at once, so a
+     * long-lived object pins one page, not its whole span. */
+    os_punch_hole(oscar_canon.fd, entry_canon(e) << OSCAR_PAGE_SHIFT, OSCAR_PAGE);
 }
 
 static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
@@ -120,13 +138,15 @@ static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
 
 bool packed_free(uintptr_t a, uint64_t e) {
     int slot = slot_of(a, e);
-    return slot >= 0 && release_slot(a, e, (unsigned)slot);
-}
-
-void packed_flush(struct class_cache *c, unsigned cls) {
-    while (c->packed_next) {
-        uintptr_t a = packed_take(c, cls);
-        uint64_t e = region_load(a & ~(OSCAR_PAGE - 1));
-        release_slot(a, e, (unsigned)slot_of(a, e));
+    if (slot < 0)
+        return false;
+    /* The slot stays readable until its whole page is freed: overwrite what the program
+     * left there (secrets, function and vtable pointers) with pointers into the poison
+     * window, so a dangling read learns nothing and a followed pointer faults. */
+    if (poison_word) {
+        uint64_t *w = (uint64_t *)a;
+        for (unsigned i = 0; i < class_size[entry_class(e)] / 8; i++)
+            w[i] = poison_word;
     }
+    return release_slot(a, e, (unsigned)slot);
 }

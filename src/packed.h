@@ -14,6 +14,10 @@
 #define OSCAR_PACKED_H
 #include "thread.h"
 
+/* OSCAR_MODE=fast: every small object is packed (not only near the mapping limit). */
+extern bool packed_mode;
+/* Reserve the poison window that freed packed objects are filled with pointers into. */
+void packed_init(void);
 /* Map a new packed span for class cls into c's packed range; false when out of memory. */
 bool packed_refill(struct thread_cache *tc, unsigned cls);
 /* Hand out the next object of c's packed range (which must not be empty). */
@@ -22,6 +26,4 @@ uintptr_t packed_take(struct class_cache *c, unsigned cls);
 bool packed_is_live(uintptr_t a, uint64_t e);
 /* Free the live packed object at a; false if it was freed meanwhile (caller re-checks). */
 bool packed_free(uintptr_t a, uint64_t e);
-/* A thread goes away: give back the objects of its packed range it never handed out. */
-void packed_flush(struct class_cache *c, unsigned cls);
 #endif

@@ -25,6 +25,8 @@ enum page_kind {
                             * (still part of its run's kernel mapping) */
     PK_LARGE_GUARDED = 11, /* first page of a freed large object still mapped as private
                             * memory: guard markers, or (mapping limit, no guards) dropped */
+    PK_POISON = 12,        /* never mapped; freed packed objects are filled with pointers
+                            * here, so a pointer read back from one faults (packed.h) */
 };
 #define ENTRY_KIND_BITS 4
 

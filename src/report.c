@@ -117,6 +117,11 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
         fmt_hex(&f, addr);
         fmt_str(&f, " (never allocated)");
         break;
+    case OBJ_POISON:
+        fmt_str(&f, "oscar: invalid-free on address ");
+        fmt_hex(&f, addr);
+        fmt_str(&f, " (pointer read from a freed object)");
+        break;
     case OBJ_NOT_OURS:
         fmt_str(&f, "oscar: invalid-free on address ");
         fmt_hex(&f, addr);
@@ -142,18 +147,21 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
 
 bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
     struct object_info o = object_describe(addr);
-    if (o.state != OBJ_FREED && o.state != OBJ_NEVER)
+    if (o.state != OBJ_FREED && o.state != OBJ_NEVER && o.state != OBJ_POISON)
         return false;
     char buf[1024];
     struct fmt f = FMT_INIT(buf);
     int fd = report_fd();
-    fmt_str(&f, o.state == OBJ_FREED ? "oscar: heap-use-after-free on address "
+    fmt_str(&f, o.state != OBJ_NEVER ? "oscar: heap-use-after-free on address "
                                      : "oscar: wild-access on address ");
     fmt_hex(&f, addr);
     fmt_str(&f, write ? " (WRITE)\n" : " (READ)\n");
     if (o.state == OBJ_FREED) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region was freed; its shadow page is revoked\n");
+    } else if (o.state == OBJ_POISON) {
+        fmt_str(&f, "the address is oscar's poison: a pointer read from a freed object was "
+                    "followed (freed objects sharing a shadow page are filled with it)\n");
     } else {
         fmt_str(&f, "the address is inside oscar's heap but no object was ever allocated "
                     "there (wild or overflowed pointer)\n");

@@ -90,10 +90,14 @@ static bool refill(struct thread_cache *tc, unsigned cls) {
 
 static void *alloc_in(struct thread_cache *tc, unsigned cls, size_t size) {
     struct class_cache *c = &tc->cls[cls];
-    if (!c->count && (c->packed_next || (maplimit_degraded() && packed_refill(tc, cls)))) {
+    if (!c->count &&
+        (c->packed_next || ((packed_mode || maplimit_degraded()) && packed_refill(tc, cls)))) {
         tc->n_alloc++;
         tc->n_small++;
-        return (void *)packed_take(c, cls);
+        uintptr_t a = packed_take(c, cls);
+        if (!(c->packed_next & (OSCAR_PAGE - 1)))
+            thread_fold_stats(tc); /* a page filled: keep the live and peak counts fresh */
+        return (void *)a;
     }
     if (!c->count && !refill(tc, cls)) {
         errno = ENOMEM;
@@ -234,40 +238,4 @@ bool small_revoke_quarantined(uintptr_t page) {
     stats_add(STAT_SHADOWS_REVOKED, 1);
     canon_release_slot(entry_canon(e), entry_slot(e));
     return true;
-}
-
-void small_flush_thread(struct thread_cache *tc) {
-    for (unsigned cls = 0; cls < NUM_CLASSES; cls++) {
-        struct class_cache *c = &tc->cls[cls];
-        /* Ready shadows were never handed out: revoke them, runs of pages at a time. */
-        for (uint32_t i = 0; i < c->count;) {
-            uintptr_t first = c->objs[i] & ~(OSCAR_PAGE - 1), last = first;
-            uint32_t j = i + 1;
-            while (j < c->count && (c->objs[j] & ~(OSCAR_PAGE - 1)) == last - OSCAR_PAGE) {
-                last -= OSCAR_PAGE;
-                j++;
-            }
-            uintptr_t lo = last, hi = first; /* objs run downwards within a group */
-            long delta = shadow_revoke_delta(lo, hi);
-            uint64_t entries[OSCAR_MAX_RUN_PAGES];
-            uint32_t n = j - i;
-            for (uint32_t k = 0; k < n; k++) {
-                entries[k] = region_load(c->objs[i + k]);
-                region_store(c->objs[i + k], 0); /* PK_NONE: never handed out */
-            }
-            if (os_revoke((void *)lo, hi - lo + OSCAR_PAGE) == 0) {
-                maplimit_add(delta);
-                for (uint32_t k = 0; k < n; k++)
-                    canon_release_slot(entry_canon(entries[k]), entry_slot(entries[k]));
-            }
-            /* On failure the pages stay mapped but unreachable: their slots are lost. */
-            i = j;
-        }
-        c->count = 0;
-        packed_flush(c, cls);
-        if (c->active) {
-            canon_span_detach(c->active);
-            c->active = NULL;
-        }
-    }
 }

@@ -32,6 +32,4 @@ static inline void *small_alloc(unsigned cls, size_t size) {
 bool small_free(uintptr_t a, uint64_t e);
 /* Revoke a quarantined shadow if the mapping budget allows; true when done. */
 bool small_revoke_quarantined(uintptr_t page);
-/* A thread is going away: revoke its ready shadows and let go of its spans. */
-void small_flush_thread(struct thread_cache *tc);
 #endif

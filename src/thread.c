@@ -3,7 +3,6 @@
 #include "options.h"
 #include "os.h"
 #include "region.h"
-#include "small.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -44,11 +43,12 @@ static void registry_unlink(struct thread_cache *tc) {
 }
 
 /* pthread key destructor: the thread is exiting. Later allocations of this thread (from
- * other destructors) use the fallback cache. */
+ * other destructors) use the fallback cache. The cache keeps its ready shadows, spans and
+ * address slice for the next thread that starts: a program that starts and joins threads
+ * forever then maps nothing new for them. */
 static void thread_exit(void *arg) {
     struct thread_cache *tc = arg;
     oscar_tc = &dead_cache;
-    small_flush_thread(tc);
     thread_fold_stats(tc);
     oscar_lock_acquire(&registry_lock);
     registry_unlink(tc);

@@ -1,0 +1,72 @@
+/* What OSCAR_MODE=fast (objects share shadow pages) guarantees, one shape per argument:
+ *   poison: a freed object's bytes are gone (a secret is not readable back), its address is
+ *           not handed out again, and calling a function pointer read from it faults;
+ *   page:   once every object on a shadow page is freed, any access to one of them faults;
+ *   double: a double free is reported. */
+#include "common.h"
+
+#include <string.h>
+
+struct session {
+    void (*on_close)(void);
+    long id; /* glibc's free writes its list pointers over the first 16 bytes */
+    char secret[24];
+};
+
+static void close_session(void) { printf("session closed\n"); }
+
+static int shape_poison(void) {
+    struct session *s = malloc(sizeof *s);
+    s->on_close = close_session;
+    strcpy(s->secret, "hunter2-password");
+    struct session *neighbour = malloc(sizeof *neighbour); /* keeps the page alive */
+    print_ptr("ptr", s);
+    free(s);
+    volatile char *dangling = s->secret;
+    printf("secret %s\n", memcmp((const char *)dangling, "hunter2", 7) == 0 ? "LEAKED" : "gone");
+    struct session *again = malloc(sizeof *again);
+    print_ptr("again", again);
+    printf("reused %s\n", again == s ? "YES" : "no");
+    again->on_close = close_session; /* under glibc this also sets the dangling s->on_close */
+    void (*volatile f)(void) = s->on_close;
+    f();
+    printf("NOT REACHED %p\n", (void *)neighbour);
+    return 0;
+}
+
+static int shape_page(void) {
+    enum { N = 16, SIZE = 256 }; /* sixteen 256-byte objects fill one 4 KiB page */
+    char *p[N];
+    for (int i = 0; i < N; i++)
+        p[i] = malloc(SIZE);
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    print_ptr("ptr", p[3]);
+    volatile char *q = p[3] + 5;
+    print_ptr("access", (const void *)q);
+    char v = *q;
+    printf("NOT REACHED %d\n", v);
+    return 0;
+}
+
+static int shape_double(void) {
+    char *a = malloc(40), *b = malloc(40);
+    print_ptr("ptr", a);
+    free(a);
+    free(a);
+    printf("NOT REACHED %p\n", (void *)b);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    test_init();
+    const char *shape = argc > 1 ? argv[1] : "";
+    if (!strcmp(shape, "poison"))
+        return shape_poison();
+    if (!strcmp(shape, "page"))
+        return shape_page();
+    if (!strcmp(shape, "double"))
+        return shape_double();
+    fprintf(stderr, "usage: fast_mode_shapes poison|page|double\n");
+    return 2;
+}
