@@ -31,7 +31,9 @@ SCUDO_GLOB = "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone
 
 ALLOCATORS = [
     Allocator("glibc", None, note="baseline, no preload"),
-    Allocator("oscar", OSCAR, note="default settings"),
+    Allocator("oscar", OSCAR, note="default settings (strict mode)"),
+    Allocator("oscar-fast", OSCAR, {"OSCAR_MODE": "fast"},
+              note="objects share shadow pages, freed ones poisoned, never reused"),
     Allocator("oscar-unbatched", OSCAR, {"OSCAR_RUN_PAGES": "1"},
               note="one shadow per mmap: classic Oscar"),
     Allocator("mimalloc", "libmimalloc.so.2", package="libmimalloc2.0"),
@@ -54,6 +56,7 @@ ABLATION = [
     Allocator("oscar-run8", OSCAR, {"OSCAR_RUN_PAGES": "8"}),
     Allocator("oscar-run64", OSCAR, {"OSCAR_RUN_PAGES": "64"}, note="the default"),
     Allocator("oscar-run256", OSCAR, {"OSCAR_RUN_PAGES": "256"}),
+    Allocator("oscar-fast", OSCAR, {"OSCAR_MODE": "fast"}, note="several objects per shadow page"),
 ]
 
 

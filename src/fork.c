@@ -8,6 +8,7 @@
  *   pool, 5. quarantine.
  * vfork and posix_spawn run no atfork handlers and need none: the child only execs. */
 #include "fork.h"
+#include "api.h"
 #include "canon.h"
 #include "os.h"
 #include "quarantine.h"
@@ -24,6 +25,7 @@ static int child_fd = -1;
 static int copy_err;
 
 static void prepare(void) {
+    api_fork_prepare(); /* first: its operations in flight may take the locks below */
     thread_lock_registry();
     canon_lock_all();
     quarantine_lock();
@@ -37,23 +39,29 @@ static void parent(void) {
     quarantine_unlock();
     canon_unlock_all();
     thread_unlock_registry();
+    api_fork_parent();
 }
 
 static bool maps_canonical(uint64_t e) {
     enum page_kind k = entry_kind(e);
     return k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED || k == PK_PACKED ||
-           k == PK_SMALL_GUARDED;
+           k == PK_SMALL_GUARDED || k == PK_PACKED_GUARDED;
+}
+
+static bool guarded(uintptr_t p) {
+    enum page_kind k = entry_kind(region_load(p));
+    return k == PK_SMALL_GUARDED || k == PK_PACKED_GUARDED;
 }
 
 /* Remapping a run clears its guard markers: put them back, a stretch at a time. */
 static void reguard(uintptr_t p, uintptr_t q) {
     while (p < q) {
-        if (entry_kind(region_load(p)) != PK_SMALL_GUARDED) {
+        if (!guarded(p)) {
             p += OSCAR_PAGE;
             continue;
         }
         uintptr_t r = p + OSCAR_PAGE;
-        while (r < q && entry_kind(region_load(r)) == PK_SMALL_GUARDED)
+        while (r < q && guarded(r))
             r += OSCAR_PAGE;
         if (os_guard((void *)p, r - p) != 0)
             report_fatal("fork: cannot revoke freed objects in the child", ENOMEM);
@@ -86,6 +94,7 @@ static void child(void) {
         reguard(p, q);
         p = q;
     }
+    api_fork_child(); /* custom-allocator arenas and views (api.h) */
     os_close(oscar_canon.fd);
     oscar_canon.fd = child_fd;
     child_fd = -1;

@@ -1,5 +1,6 @@
 /* mapview: see mapview.h. */
 #include "mapview.h"
+#include "api.h"
 #include "region.h"
 
 static enum page_view page_view(uintptr_t page, uint64_t *canon) {
@@ -19,11 +20,15 @@ static enum page_view page_view(uintptr_t page, uint64_t *canon) {
     case PK_QUARANTINED:
     case PK_PACKED:
     case PK_SMALL_GUARDED:
+    case PK_PACKED_GUARDED:
         *canon = entry_canon(e);
         return VIEW_SHARED;
     case PK_LARGE:
     case PK_LARGE_GUARDED:
         return VIEW_ANON;
+    case PK_ARENA:
+    case PK_VIEW:
+        return api_page_view(page, e, canon);
     case PK_LARGE_TAIL: {
         uintptr_t head = page - (entry_payload(e) << OSCAR_PAGE_SHIFT);
         enum page_kind k = entry_kind(region_load(head));

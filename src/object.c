@@ -1,5 +1,6 @@
 /* object: see object.h. */
 #include "object.h"
+#include "api.h"
 #include "canon.h"
 #include "size_class.h"
 
@@ -34,7 +35,8 @@ struct object_info object_describe(uintptr_t addr) {
         return o;
     }
     case PK_PACKED:
-    case PK_PACKED_FREED: {
+    case PK_PACKED_FREED:
+    case PK_PACKED_GUARDED: {
         unsigned size = class_size[entry_class(e)];
         uintptr_t slot = (addr - page) / size;
         if (slot >= class_slots(entry_class(e)))
@@ -42,12 +44,16 @@ struct object_info object_describe(uintptr_t addr) {
         o.start = page + slot * size;
         o.size = size; /* packed objects do not record their requested size */
         o.entry = e;
-        o.state = entry_kind(e) == PK_PACKED_FREED ||
+        o.state = entry_kind(e) != PK_PACKED ||
                           canon_slot_is_free(entry_canon(e), (unsigned)slot)
                       ? OBJ_FREED
                       : OBJ_LIVE;
         return o;
     }
+    case PK_ARENA:
+    case PK_VIEW:
+        api_describe(addr, page, e, &o);
+        return o;
     case PK_LARGE_TAIL:
         page -= entry_payload(e) << OSCAR_PAGE_SHIFT;
         e = region_load(page);

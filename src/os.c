@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
@@ -102,6 +103,22 @@ int os_guard(void *addr, size_t len) {
     if (err == EINVAL || err == ENOSYS || err == EPERM)
         os_guards_disable();
     return err;
+}
+
+#define PIDFD_SELF_THREAD (-10000) /* include/uapi/linux/pidfd.h, Linux 6.13+ */
+
+int os_madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += ranges[i].iov_len;
+    long r;
+    do
+        r = sys6(SYS_process_madvise, PIDFD_SELF_THREAD, (long)ranges, n, advice, 0, 0);
+    while (r == -EINTR);
+    if (r < 0)
+        return err_of(r);
+    return (size_t)r == total ? 0 : EAGAIN;
 }
 
 int os_drop(void *addr, size_t len) {

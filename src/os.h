@@ -22,6 +22,11 @@ int os_revoke(void *addr, size_t len);
  * the pages' memory is dropped from this mapping, and the kernel mapping is NOT split.
  * Returns EINVAL (and remembers it) on kernels without guards for such a mapping. */
 int os_guard(void *addr, size_t len);
+/* One madvise(advice) over n ranges in one system call (process_madvise on ourselves,
+ * Linux 6.13+): 0 when every range was done, else an errno (ranges before the failing one
+ * may be done). */
+struct iovec;
+int os_madvise_ranges(const struct iovec *ranges, unsigned n, int advice);
 /* False once the kernel refused a guard, or when OSCAR_GUARDS=0 turned them off. */
 bool os_guards_usable(void);
 void os_guards_disable(void);

@@ -7,6 +7,13 @@
 #include "mapview.h"
 #include "stats.h"
 
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
 bool packed_mode;
 static uint64_t poison_word;
 
@@ -96,31 +103,120 @@ static void span_done(struct span *s) {
     maplimit_add(delta);
     for (uintptr_t p = first; p <= last; p += OSCAR_PAGE) {
         uint64_t e = region_load(p);
-        if (entry_kind(e) == PK_PACKED) {
-            region_store(p, entry_with_kind(e, PK_PACKED_FREED));
+        if (entry_kind(e) == PK_PACKED)
             stats_add(STAT_SHADOWS_REVOKED, 1);
-        }
+        region_store(p, entry_with_kind(e, PK_PACKED_FREED));
     }
     canon_span_release_memory(s);
 }
 
-/* Every object on the packed shadow page is freed: revoke it unless that would cost a
- * mapping we cannot afford (then the whole span's revocation catches it later). */
-static void page_done(uintptr_t page, uint64_t e) {
-    long delta = shadow_revoke_delta(page, page);
+/* Packed pages [lo, hi] (consecutive, onto consecutive canonical pages from canon) have no
+ * live object: revoke them in one call unless that would cost a mapping we cannot afford
+ * (then their span's revocation catches them later), and give their memory back. */
+static void pages_done(uintptr_t lo, uintptr_t hi, uint64_t canon) {
+    long delta = shadow_revoke_delta(lo, hi);
     if (maplimit_defer(delta))
         return;
-    region_store(page, entry_with_kind(e, PK_PACKED_FREED));
-    if (os_revoke((void *)page, OSCAR_PAGE) != 0) {
-        region_store(page, e);
+    uint64_t e[RETIRE_MAX];
+    unsigned n = (unsigned)((hi - lo) >> OSCAR_PAGE_SHIFT) + 1;
+    for (unsigned i = 0; i < n; i++) {
+        uintptr_t p = lo + ((uintptr_t)i << OSCAR_PAGE_SHIFT);
+        e[i] = region_load(p);
+        region_store(p, entry_with_kind(e[i], PK_PACKED_FREED));
+    }
+    if (os_revoke((void *)lo, hi - lo + OSCAR_PAGE) != 0) {
+        for (unsigned i = 0; i < n; i++)
+            region_store(lo + ((uintptr_t)i << OSCAR_PAGE_SHIFT), e[i]);
         maplimit_on_enomem();
         return;
     }
     maplimit_add(delta);
-    stats_add(STAT_SHADOWS_REVOKED, 1);
-    /* Nothing can reach the canonical page now: give its memory back at once, so a
-     * long-lived object pins one page, not its whole span. */
-    os_punch_hole(oscar_canon.fd, entry_canon(e) << OSCAR_PAGE_SHIFT, OSCAR_PAGE);
+    stats_add(STAT_SHADOWS_REVOKED, n);
+    /* Nothing can reach these canonical pages now: give their memory back at once, so a
+     * long-lived object pins its own page, not its whole span. */
+    os_punch_hole(oscar_canon.fd, canon << OSCAR_PAGE_SHIFT, (uint64_t)n << OSCAR_PAGE_SHIFT);
+}
+
+/* Let go of the span count a finished page held; the span's last one revokes the span. */
+static void release_span_count(uint64_t canon) {
+    struct span *s = canon_span_of(canon);
+    if (canon_packed_release(s, 1))
+        span_done(s);
+}
+
+/* With guard markers, the whole queue in two system calls whatever its shape: give the
+ * pages' memory back (MADV_REMOVE through the shadows punches the canonical file), then
+ * guard them (no mapping split). False when the kernel cannot: the caller goes run by run. */
+static bool guard_queue(const struct retire_queue *q) {
+    if (!os_guards_usable() || !q->n)
+        return false;
+    struct iovec iov[RETIRE_MAX];
+    unsigned n = 0;
+    for (uint32_t i = 0; i < q->n; i++) {
+        if (n && (uintptr_t)iov[n - 1].iov_base + iov[n - 1].iov_len == q->page[i])
+            iov[n - 1].iov_len += OSCAR_PAGE;
+        else
+            iov[n++] = (struct iovec){(void *)q->page[i], OSCAR_PAGE};
+    }
+    for (uint32_t i = 0; i < q->n; i++)
+        region_store(q->page[i], entry_with_kind(q->entry[i], PK_PACKED_GUARDED));
+    if (os_madvise_ranges(iov, n, MADV_REMOVE) != 0 ||
+        os_madvise_ranges(iov, n, MADV_GUARD_INSTALL) != 0) {
+        for (uint32_t i = 0; i < q->n; i++)
+            region_store(q->page[i], q->entry[i]);
+        return false;
+    }
+    stats_add(STAT_SHADOWS_REVOKED, q->n);
+    return true;
+}
+
+void packed_flush_retired(struct thread_cache *tc) {
+    struct retire_queue *q = &tc->retire;
+    uint32_t n = q->n;
+    q->n = 0; /* first: a free from inside the flush must not see these entries again */
+    /* Sort by address (insertion sort: at most RETIRE_MAX entries), so frees that came in
+     * any order still revoke as long runs. */
+    for (uint32_t i = 1; i < n; i++) {
+        uintptr_t p = q->page[i];
+        uint64_t e = q->entry[i];
+        uint32_t j = i;
+        for (; j > 0 && q->page[j - 1] > p; j--) {
+            q->page[j] = q->page[j - 1];
+            q->entry[j] = q->entry[j - 1];
+        }
+        q->page[j] = p;
+        q->entry[j] = e;
+    }
+    q->n = n;
+    bool guarded = guard_queue(q);
+    q->n = 0;
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i + 1;
+        while (j < n && q->page[j] == q->page[j - 1] + OSCAR_PAGE &&
+               entry_canon(q->entry[j]) == entry_canon(q->entry[j - 1]) + 1)
+            j++;
+        if (!guarded)
+            pages_done(q->page[i], q->page[j - 1], entry_canon(q->entry[i]));
+        for (uint32_t k = i; k < j; k++)
+            release_span_count(entry_canon(q->entry[k]));
+        i = j;
+    }
+}
+
+/* Queue a finished page on the calling thread's retire queue; false when the thread has no
+ * live cache (it is exiting): the caller revokes at once. */
+static bool retire_later(uintptr_t page, uint64_t e) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_EMPTY) /* a thread that only frees still gets a queue */
+        tc = thread_attach();
+    if (!tc || tc->state != TS_LIVE)
+        return false;
+    if (tc->retire.n == RETIRE_MAX)
+        packed_flush_retired(tc);
+    tc->retire.page[tc->retire.n] = page;
+    tc->retire.entry[tc->retire.n] = e;
+    tc->retire.n++;
+    return true;
 }
 
 static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
@@ -128,11 +224,12 @@ static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
     int r = canon_packed_free_slot(canon, slot);
     if (r < 0)
         return false;
+    uintptr_t page = a & ~(OSCAR_PAGE - 1);
+    if (r > 0 && retire_later(page, e))
+        return true; /* the page keeps this slot's span count until it is revoked */
     if (r > 0)
-        page_done(a & ~(OSCAR_PAGE - 1), e);
-    struct span *s = canon_span_of(canon);
-    if (canon_packed_release(s, 1))
-        span_done(s);
+        pages_done(page, page, canon);
+    release_span_count(canon);
     return true;
 }
 

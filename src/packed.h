@@ -24,6 +24,8 @@ bool packed_refill(struct thread_cache *tc, unsigned cls);
 uintptr_t packed_take(struct class_cache *c, unsigned cls);
 /* Is a (page entry e) the start of a slot of its packed page, and is that slot live? */
 bool packed_is_live(uintptr_t a, uint64_t e);
+/* Revoke the pages waiting on tc's retire queue (when it fills, and when the thread exits). */
+void packed_flush_retired(struct thread_cache *tc);
 /* Free the live packed object at a; false if it was freed meanwhile (caller re-checks). */
 bool packed_free(uintptr_t a, uint64_t e);
 #endif

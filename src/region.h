@@ -25,8 +25,14 @@ enum page_kind {
                             * (still part of its run's kernel mapping) */
     PK_LARGE_GUARDED = 11, /* first page of a freed large object still mapped as private
                             * memory: guard markers, or (mapping limit, no guards) dropped */
+    PK_PACKED_GUARDED = 15, /* packed shadow revoked by a guard marker (still part of its
+                             * span's kernel mapping) */
     PK_POISON = 12,        /* never mapped; freed packed objects are filled with pointers
                             * here, so a pointer read back from one faults (packed.h) */
+    PK_ARENA = 13,         /* custom-allocator arena page (oscar_arena_alloc, api.h);
+                            * payload: dead bit, distance to its first page */
+    PK_VIEW = 14,          /* custom-allocator view page (oscar_view_create, api.h); same
+                            * payload; dead = revoked (PROT_NONE) */
 };
 #define ENTRY_KIND_BITS 4
 

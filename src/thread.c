@@ -2,6 +2,7 @@
 #include "thread.h"
 #include "options.h"
 #include "os.h"
+#include "packed.h"
 #include "region.h"
 #include "stats.h"
 
@@ -49,6 +50,7 @@ static void registry_unlink(struct thread_cache *tc) {
 static void thread_exit(void *arg) {
     struct thread_cache *tc = arg;
     oscar_tc = &dead_cache;
+    packed_flush_retired(tc);
     thread_fold_stats(tc);
     oscar_lock_acquire(&registry_lock);
     registry_unlink(tc);

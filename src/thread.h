@@ -21,8 +21,18 @@ struct class_cache {
     uintptr_t packed_next, packed_end; /* objects of a packed span not yet handed out */
 };
 
+/* Packed shadow pages whose objects are all freed, waiting to be revoked together
+ * (packed.c): each holds one count of its span, so the span outlives the queue entry. */
+#define RETIRE_MAX 64
+struct retire_queue {
+    uint32_t n;
+    uintptr_t page[RETIRE_MAX];
+    uint64_t entry[RETIRE_MAX];
+};
+
 struct thread_cache {
     struct class_cache cls[NUM_CLASSES];
+    struct retire_queue retire;
     int state;
     uintptr_t slice_cur, slice_end; /* this thread's never-reused shadow addresses */
     /* Local counters, folded into stats in batches. */

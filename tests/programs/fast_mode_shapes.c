@@ -1,7 +1,8 @@
 /* What OSCAR_MODE=fast (objects share shadow pages) guarantees, one shape per argument:
  *   poison: a freed object's bytes are gone (a secret is not readable back), its address is
  *           not handed out again, and calling a function pointer read from it faults;
- *   page:   once every object on a shadow page is freed, any access to one of them faults;
+ *   page:   once every object on a shadow page is freed and the thread's retire queue (64
+ *           pages) has been flushed, any access to one of them faults;
  *   double: a double free is reported. */
 #include "common.h"
 
@@ -41,6 +42,12 @@ static int shape_page(void) {
         p[i] = malloc(SIZE);
     for (int i = 0; i < N; i++)
         free(p[i]);
+    /* 64 more emptied pages fill the retire queue, which revokes them all, p's too. */
+    static char *more[64 * N];
+    for (int i = 0; i < 64 * N; i++)
+        more[i] = malloc(SIZE);
+    for (int i = 0; i < 64 * N; i++)
+        free(more[i]);
     print_ptr("ptr", p[3]);
     volatile char *q = p[3] + 5;
     print_ptr("access", (const void *)q);
