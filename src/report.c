@@ -1,5 +1,6 @@
 /* report: see report.h. */
 #include "report.h"
+#include "api.h"
 #include "fmt.h"
 #include "options.h"
 #include "os.h"
@@ -95,6 +96,25 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
     struct fmt f = FMT_INIT(buf);
     int fd = report_fd();
     bool at_start = o.start == addr;
+    enum page_kind api_kind = o.state == OBJ_LIVE || o.state == OBJ_FREED ? entry_kind(o.entry)
+                                                                          : PK_NONE;
+    if (api_kind == PK_ARENA || api_kind == PK_VIEW) {
+        fmt_str(&f, "oscar: invalid-free on address ");
+        fmt_hex(&f, addr);
+        fmt_str(&f, api_kind == PK_VIEW ? " (a custom-allocator view: revoke it with "
+                                          "oscar_view_revoke)"
+                                        : " (custom-allocator arena memory: give it back "
+                                          "with oscar_arena_free)");
+        fmt_char(&f, '\n');
+        describe_location(&f, addr, &o);
+        fmt_str(&f, "the bad pointer was passed to ");
+        fmt_str(&f, caller_name[who]);
+        fmt_str(&f, "()\n");
+        print_current(&f, fd, "bad free");
+        print_history(&f, fd, &o);
+        fmt_flush(&f, fd);
+        abort();
+    }
     switch (o.state) {
     case OBJ_FREED:
     case OBJ_QUARANTINED:
@@ -156,7 +176,15 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
                                      : "oscar: wild-access on address ");
     fmt_hex(&f, addr);
     fmt_str(&f, write ? " (WRITE)\n" : " (READ)\n");
-    if (o.state == OBJ_FREED) {
+    if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_VIEW) {
+        describe_location(&f, addr, &o);
+        fmt_str(&f, "the region is a custom-allocator view of ");
+        fmt_hex(&f, api_view_origin_of(o.start));
+        fmt_str(&f, " (oscar_view_create); it was revoked (oscar_view_revoke)\n");
+    } else if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_ARENA) {
+        describe_location(&f, addr, &o);
+        fmt_str(&f, "the region is a custom-allocator arena; it was freed (oscar_arena_free)\n");
+    } else if (o.state == OBJ_FREED) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region was freed; its shadow page is revoked\n");
     } else if (o.state == OBJ_POISON) {
@@ -176,6 +204,31 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
         print_history(&f, fd, &o);
     fmt_flush(&f, fd);
     return true;
+}
+
+void report_api_error(const char *fn, uintptr_t addr, const char *code, const char *why) {
+    char buf[1024];
+    struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
+    fmt_str(&f, "oscar: api-error: ");
+    fmt_str(&f, fn);
+    fmt_char(&f, '(');
+    fmt_hex(&f, addr);
+    fmt_str(&f, "): ");
+    fmt_str(&f, code);
+    fmt_str(&f, ": ");
+    fmt_str(&f, why);
+    fmt_char(&f, '\n');
+    print_current(&f, fd, "called");
+    struct object_info o = object_describe(addr);
+    enum page_kind k = entry_kind(o.entry);
+    if ((o.state == OBJ_LIVE || o.state == OBJ_FREED) && (k == PK_ARENA || k == PK_VIEW)) {
+        describe_location(&f, addr, &o);
+        print_history(&f, fd, &o);
+    }
+    fmt_flush(&f, fd);
+    if (fd != 2)
+        os_close(fd);
 }
 
 void report_fatal(const char *what, int err) {
