@@ -154,6 +154,13 @@ bool canon_slot_is_free(uint64_t page, unsigned slot) {
     return atomic_load(&oscar_canon.bits[page][slot / 64]) >> (slot % 64) & 1;
 }
 
+bool canon_slots_free(uint64_t page, unsigned lo, unsigned hi) {
+    for (unsigned i = lo; i < hi; i++)
+        if (!(atomic_load(&oscar_canon.bits[page][i / 64]) >> (i % 64) & 1))
+            return false;
+    return true;
+}
+
 bool canon_packed_release(struct span *s, uint32_t n) {
     return atomic_fetch_sub(&s->claimed, n) == n;
 }

@@ -61,6 +61,8 @@ bool canon_slot_is_free(uint64_t page, unsigned slot);
 /* n slots of packed span s were freed; true when none is left (the caller revokes its
  * shadows, then calls canon_span_release_memory). */
 bool canon_packed_release(struct span *s, uint32_t n);
+/* Are slots [lo, hi) of canonical page `page` all free? */
+bool canon_slots_free(uint64_t page, unsigned lo, unsigned hi);
 void canon_span_release_memory(struct span *s);
 /* Child side of fork: switch to a private copy of the canonical heap (fork.c). */
 int canon_copy_for_child(int *new_fd);

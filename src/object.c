@@ -2,6 +2,7 @@
 #include "object.h"
 #include "api.h"
 #include "canon.h"
+#include "packed.h"
 #include "size_class.h"
 
 struct object_info object_describe(uintptr_t addr) {
@@ -39,8 +40,9 @@ struct object_info object_describe(uintptr_t addr) {
     case PK_PACKED_GUARDED: {
         unsigned size = class_size[entry_class(e)];
         uintptr_t slot = (addr - page) / size;
-        if (slot >= class_slots(entry_class(e)))
-            return o; /* the page's tail, past its last slot */
+        if (slot >= class_slots(entry_class(e)) ||
+            slot / packed_group_size(entry_class(e)) != entry_slot(e))
+            return o; /* the page's tail, or a slot handed out through another shadow */
         o.start = page + slot * size;
         o.size = size; /* packed objects do not record their requested size */
         o.entry = e;

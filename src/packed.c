@@ -2,6 +2,7 @@
 #include "packed.h"
 #include "canon.h"
 #include "maplimit.h"
+#include "options.h"
 #include "os.h"
 #include "region.h"
 #include "mapview.h"
@@ -15,11 +16,17 @@
 #endif
 
 bool packed_mode;
+unsigned packed_k;
 static uint64_t poison_word;
+
+/* Marks a queued page whose canonical page has no live object left, so the flush gives
+ * its memory back (an entry bit packed pages never use; never stored in the region). */
+#define QUEUED_EMPTY (1ULL << 63)
 
 #define POISON_WINDOW (1UL << 20)
 
 void packed_init(void) {
+    packed_k = (unsigned)options_int(OPT_OBJECTS_PER_PAGE);
     uintptr_t w = region_take(POISON_WINDOW, OSCAR_PAGE);
     if (!w)
         return; /* no poison: freed objects keep their bytes (still never reused) */
@@ -29,47 +36,69 @@ void packed_init(void) {
     poison_word = w + POISON_WINDOW / 2;
 }
 
+/* Map the span's pages (first.., len bytes) at sh; 0 or an errno. */
+static int map_group(uintptr_t sh, size_t len, uint64_t first) {
+    int err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+    if (err == 12) {
+        maplimit_on_enomem();
+        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+    }
+    return err;
+}
+
+/* A packed span is mapped once per group of slots (packed_groups): group g's shadow pages
+ * come after group g-1's, each a mapping of the whole span, and hand out only the slots of
+ * group g. With one group (the default) every slot of a canonical page shares one shadow. */
 bool packed_refill(struct thread_cache *tc, unsigned cls) {
     struct class_cache *c = &tc->cls[cls];
     struct span *s = canon_span_acquire_packed(cls);
     if (!s)
         return false;
-    unsigned pages = oscar_canon.span_pages;
+    unsigned pages = oscar_canon.span_pages, groups = packed_groups(cls);
     uint64_t first = canon_span_first_page(s);
     size_t len = (size_t)pages << OSCAR_PAGE_SHIFT;
-    uintptr_t sh = thread_take_shadow(tc, pages);
-    long delta = sh ? mapview_delta(sh, sh + len - OSCAR_PAGE, VIEW_SHARED, first) : 0;
-    int err = sh ? os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true)
-                 : 12;
-    if (err == 12 && sh) {
-        maplimit_on_enomem();
-        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+    uintptr_t sh = thread_take_shadow(tc, (size_t)pages * groups);
+    long delta = 0;
+    unsigned g = 0;
+    int err = sh ? 0 : 12;
+    for (; !err && g < groups; g++) {
+        uintptr_t at = sh + g * len;
+        delta += mapview_delta(at, at + len - OSCAR_PAGE, VIEW_SHARED, first);
+        err = map_group(at, len, first); /* (delta is approximate for g > 0: recounts fix it) */
     }
     if (err) {
-        /* Nothing was handed out: the span goes back whole. (Shadow addresses taken from
-         * the slice stay unused: addresses are never handed out twice.) */
+        /* Nothing was handed out: the groups mapped so far go, the span goes back whole.
+         * (Shadow addresses taken from the slice stay unused: never handed out twice.) */
+        if (g > 1)
+            os_revoke((void *)sh, (g - 1) * len);
         canon_packed_release(s, atomic_load(&s->claimed));
         canon_span_release_memory(s);
         return false;
     }
     s->packed_shadow = sh;
-    for (unsigned i = 0; i < pages; i++)
-        region_store(sh + ((uintptr_t)i << OSCAR_PAGE_SHIFT),
-                     entry_small(PK_PACKED, first + i, cls, 0, 0));
+    for (g = 0; g < groups; g++)
+        for (unsigned i = 0; i < pages; i++)
+            region_store(sh + g * len + ((uintptr_t)i << OSCAR_PAGE_SHIFT),
+                         entry_small(PK_PACKED, first + i, cls, g, 0));
     maplimit_add(delta);
-    stats_add(STAT_RUNS_MAPPED, 1);
-    stats_add(STAT_SHADOWS_CREATED, pages);
-    stats_add(STAT_PACKED_PAGES, pages);
+    stats_add(STAT_RUNS_MAPPED, groups);
+    stats_add(STAT_SHADOWS_CREATED, (int64_t)pages * groups);
+    stats_add(STAT_PACKED_PAGES, (int64_t)pages * groups);
     c->packed_next = sh;
-    c->packed_end = sh + len;
+    c->packed_end = sh + groups * len;
     return true;
 }
 
 uintptr_t packed_take(struct class_cache *c, unsigned cls) {
     uintptr_t a = c->packed_next, page = a & ~(OSCAR_PAGE - 1);
-    uintptr_t next = a + class_size[cls];
-    if ((a - page) / class_size[cls] + 1 >= class_slots(cls))
-        next = page + OSCAR_PAGE;
+    unsigned size = class_size[cls], k = packed_group_size(cls);
+    unsigned slot = (unsigned)((a - page) / size), end = (slot / k + 1) * k;
+    uintptr_t next = a + size;
+    if (slot + 1 >= end || slot + 1 >= class_slots(cls)) {
+        next = page + OSCAR_PAGE; /* the next page starts at the first slot of its group */
+        if (next < c->packed_end)
+            next += (uintptr_t)entry_slot(region_load(next)) * k * size;
+    }
     if (next >= c->packed_end)
         next = c->packed_end = 0;
     c->packed_next = next;
@@ -78,10 +107,11 @@ uintptr_t packed_take(struct class_cache *c, unsigned cls) {
 
 /* The slot a starts, or -1 when a is not the start of one. */
 static int slot_of(uintptr_t a, uint64_t e) {
-    unsigned size = class_size[entry_class(e)];
+    unsigned cls = entry_class(e), size = class_size[cls];
     uintptr_t off = a & (OSCAR_PAGE - 1);
-    if (off % size || off / size >= class_slots(entry_class(e)))
-        return -1;
+    if (off % size || off / size >= class_slots(cls) ||
+        off / size / packed_group_size(cls) != entry_slot(e))
+        return -1; /* not a slot, or a slot of another group's shadow */
     return (int)(off / size);
 }
 
@@ -94,7 +124,8 @@ bool packed_is_live(uintptr_t a, uint64_t e) {
  * If the kernel refuses, the span stays as it is (still never reused). */
 static void span_done(struct span *s) {
     uintptr_t first = s->packed_shadow;
-    uintptr_t last = first + ((uintptr_t)(oscar_canon.span_pages - 1) << OSCAR_PAGE_SHIFT);
+    uintptr_t last = first + ((uintptr_t)oscar_canon.span_pages * packed_groups(s->cls) - 1) *
+                                 OSCAR_PAGE;
     long delta = shadow_revoke_delta(first, last);
     if (os_revoke((void *)first, last - first + OSCAR_PAGE) != 0) {
         maplimit_on_enomem();
@@ -110,31 +141,28 @@ static void span_done(struct span *s) {
     canon_span_release_memory(s);
 }
 
-/* Packed pages [lo, hi] (consecutive, onto consecutive canonical pages from canon) have no
- * live object: revoke them in one call unless that would cost a mapping we cannot afford
- * (then their span's revocation catches them later), and give their memory back. */
-static void pages_done(uintptr_t lo, uintptr_t hi, uint64_t canon) {
+/* Packed pages q->page[i..j) (consecutive shadow pages) have no live object: revoke them
+ * in one call unless that would cost a mapping we cannot afford (then their span's
+ * revocation catches them later), and give back the memory of canonical pages that have
+ * no live object left, so a long-lived object pins its own page, not its whole span. */
+static void pages_done(const uintptr_t *page, const uint64_t *entry, uint32_t n) {
+    uintptr_t lo = page[0], hi = page[n - 1];
     long delta = shadow_revoke_delta(lo, hi);
     if (maplimit_defer(delta))
         return;
-    uint64_t e[RETIRE_MAX];
-    unsigned n = (unsigned)((hi - lo) >> OSCAR_PAGE_SHIFT) + 1;
-    for (unsigned i = 0; i < n; i++) {
-        uintptr_t p = lo + ((uintptr_t)i << OSCAR_PAGE_SHIFT);
-        e[i] = region_load(p);
-        region_store(p, entry_with_kind(e[i], PK_PACKED_FREED));
-    }
+    for (uint32_t i = 0; i < n; i++)
+        region_store(page[i], entry_with_kind(entry[i] & ~QUEUED_EMPTY, PK_PACKED_FREED));
     if (os_revoke((void *)lo, hi - lo + OSCAR_PAGE) != 0) {
-        for (unsigned i = 0; i < n; i++)
-            region_store(lo + ((uintptr_t)i << OSCAR_PAGE_SHIFT), e[i]);
+        for (uint32_t i = 0; i < n; i++)
+            region_store(page[i], entry[i] & ~QUEUED_EMPTY);
         maplimit_on_enomem();
         return;
     }
     maplimit_add(delta);
     stats_add(STAT_SHADOWS_REVOKED, n);
-    /* Nothing can reach these canonical pages now: give their memory back at once, so a
-     * long-lived object pins its own page, not its whole span. */
-    os_punch_hole(oscar_canon.fd, canon << OSCAR_PAGE_SHIFT, (uint64_t)n << OSCAR_PAGE_SHIFT);
+    for (uint32_t i = 0; i < n; i++)
+        if (entry[i] & QUEUED_EMPTY)
+            os_punch_hole(oscar_canon.fd, entry_canon(entry[i]) << OSCAR_PAGE_SHIFT, OSCAR_PAGE);
 }
 
 /* Let go of the span count a finished page held; the span's last one revokes the span. */
@@ -144,26 +172,34 @@ static void release_span_count(uint64_t canon) {
         span_done(s);
 }
 
+/* The queued pages (only those whose canonical page is empty, if only_empty) as ranges. */
+static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, bool only_empty) {
+    unsigned n = 0;
+    for (uint32_t i = 0; i < q->n; i++) {
+        if (only_empty && !(q->entry[i] & QUEUED_EMPTY))
+            continue;
+        if (n && (uintptr_t)iov[n - 1].iov_base + iov[n - 1].iov_len == q->page[i])
+            iov[n - 1].iov_len += OSCAR_PAGE;
+        else
+            iov[n++] = (struct iovec){(void *)q->page[i], OSCAR_PAGE};
+    }
+    return n;
+}
+
 /* With guard markers, the whole queue in two system calls whatever its shape: give the
  * pages' memory back (MADV_REMOVE through the shadows punches the canonical file), then
  * guard them (no mapping split). False when the kernel cannot: the caller goes run by run. */
 static bool guard_queue(const struct retire_queue *q) {
     if (!os_guards_usable() || !q->n)
         return false;
-    struct iovec iov[RETIRE_MAX];
-    unsigned n = 0;
-    for (uint32_t i = 0; i < q->n; i++) {
-        if (n && (uintptr_t)iov[n - 1].iov_base + iov[n - 1].iov_len == q->page[i])
-            iov[n - 1].iov_len += OSCAR_PAGE;
-        else
-            iov[n++] = (struct iovec){(void *)q->page[i], OSCAR_PAGE};
-    }
+    struct iovec all[RETIRE_MAX], empty[RETIRE_MAX];
+    unsigned n_all = add_ranges(all, q, false), n_empty = add_ranges(empty, q, true);
     for (uint32_t i = 0; i < q->n; i++)
-        region_store(q->page[i], entry_with_kind(q->entry[i], PK_PACKED_GUARDED));
-    if (os_madvise_ranges(iov, n, MADV_REMOVE) != 0 ||
-        os_madvise_ranges(iov, n, MADV_GUARD_INSTALL) != 0) {
+        region_store(q->page[i], entry_with_kind(q->entry[i] & ~QUEUED_EMPTY, PK_PACKED_GUARDED));
+    if ((n_empty && os_madvise_ranges(empty, n_empty, MADV_REMOVE) != 0) ||
+        os_madvise_ranges(all, n_all, MADV_GUARD_INSTALL) != 0) {
         for (uint32_t i = 0; i < q->n; i++)
-            region_store(q->page[i], q->entry[i]);
+            region_store(q->page[i], q->entry[i] & ~QUEUED_EMPTY);
         return false;
     }
     stats_add(STAT_SHADOWS_REVOKED, q->n);
@@ -192,11 +228,10 @@ void packed_flush_retired(struct thread_cache *tc) {
     q->n = 0;
     for (uint32_t i = 0; i < n;) {
         uint32_t j = i + 1;
-        while (j < n && q->page[j] == q->page[j - 1] + OSCAR_PAGE &&
-               entry_canon(q->entry[j]) == entry_canon(q->entry[j - 1]) + 1)
+        while (j < n && q->page[j] == q->page[j - 1] + OSCAR_PAGE)
             j++;
         if (!guarded)
-            pages_done(q->page[i], q->page[j - 1], entry_canon(q->entry[i]));
+            pages_done(q->page + i, q->entry + i, j - i);
         for (uint32_t k = i; k < j; k++)
             release_span_count(entry_canon(q->entry[k]));
         i = j;
@@ -224,11 +259,16 @@ static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
     int r = canon_packed_free_slot(canon, slot);
     if (r < 0)
         return false;
-    uintptr_t page = a & ~(OSCAR_PAGE - 1);
-    if (r > 0 && retire_later(page, e))
-        return true; /* the page keeps this slot's span count until it is revoked */
-    if (r > 0)
-        pages_done(page, page, canon);
+    unsigned k = packed_group_size(entry_class(e)), lo = slot / k * k;
+    unsigned hi = lo + k < class_slots(entry_class(e)) ? lo + k : class_slots(entry_class(e));
+    if (r > 0 || canon_slots_free(canon, lo, hi)) {
+        /* Every object of this shadow page is freed. */
+        uintptr_t page = a & ~(OSCAR_PAGE - 1);
+        uint64_t queued = r > 0 ? e | QUEUED_EMPTY : e;
+        if (retire_later(page, queued))
+            return true; /* the page keeps this slot's span count until it is revoked */
+        pages_done(&page, &queued, 1);
+    }
     release_span_count(canon);
     return true;
 }

@@ -16,6 +16,15 @@
 
 /* OSCAR_MODE=fast: every small object is packed (not only near the mapping limit). */
 extern bool packed_mode;
+/* OSCAR_OBJECTS_PER_PAGE: objects per packed shadow page (0: every slot of its page). */
+extern unsigned packed_k;
+static inline unsigned packed_group_size(unsigned cls) {
+    return packed_k && packed_k < class_slots(cls) ? packed_k : class_slots(cls);
+}
+/* Shadow mappings of each packed span of class cls: one per group of slots. */
+static inline unsigned packed_groups(unsigned cls) {
+    return (class_slots(cls) + packed_group_size(cls) - 1) / packed_group_size(cls);
+}
 /* Reserve the poison window that freed packed objects are filled with pointers into. */
 void packed_init(void);
 /* Map a new packed span for class cls into c's packed range; false when out of memory. */
