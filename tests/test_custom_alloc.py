@@ -123,6 +123,12 @@ def test_threads_create_and_revoke_concurrently(runner):
     assert "bad bytes 0" in res.stdout and "free slots 4096" in res.stdout
 
 
+def test_fork_while_threads_create_and_revoke_views(runner):
+    res = runner.oscar("custom_pool", "fork_threads", timeout=120)
+    assert_clean_run(res)
+    assert "bad children 0" in res.stdout
+
+
 # --- region allocators: one malloc'd block, freed at once (already protected) --------------
 
 def test_region_allocator_correct(runner):
