@@ -57,7 +57,12 @@ ABLATION = [
     Allocator("oscar-run64", OSCAR, {"OSCAR_RUN_PAGES": "64"}, note="the default"),
     Allocator("oscar-run256", OSCAR, {"OSCAR_RUN_PAGES": "256"}),
     Allocator("oscar-fast", OSCAR, {"OSCAR_MODE": "fast"}, note="several objects per shadow page"),
-]
+] + [
+    # Fast mode with K = OSCAR_OBJECTS_PER_PAGE objects per shadow page (the dissertation's
+    # Figure 4.6 on our design): `--allocators glibc,oscar-fast-k1,...` and bench/kcurve.py.
+    Allocator("oscar-fast-k%d" % k, OSCAR, {"OSCAR_MODE": "fast", "OSCAR_OBJECTS_PER_PAGE": str(k)},
+              note="K=%d objects per shadow page" % k) for k in (1, 2, 4, 8, 16)]
+
 
 
 @dataclasses.dataclass

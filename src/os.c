@@ -217,14 +217,22 @@ int os_write_all(int fd, const void *buf, size_t len) {
     return 0;
 }
 
-int os_open_write(const char *path, int *fd) {
-    long r = sys6(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  0644, 0, 0);
+static int os_open_flags(const char *path, int flags, int *fd) {
+    long r = sys6(SYS_openat, AT_FDCWD, (long)path, flags, 0644, 0, 0);
     if (err_of(r))
         return err_of(r);
     *fd = (int)r;
     return 0;
 }
+
+int os_open_write(const char *path, int *fd) {
+    return os_open_flags(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, fd);
+}
+
+int os_open_append(const char *path, int *fd) {
+    return os_open_flags(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, fd);
+}
+
 
 static int open_read(const char *path, int *fd) {
     stats_count_syscall(STAT_SYSCALLS_OTHER);

@@ -50,6 +50,8 @@ int os_close(int fd);
 int os_write_all(int fd, const void *buf, size_t len);
 /* Open for writing (create/truncate). */
 int os_open_write(const char *path, int *fd);
+/* The same, appending (reports: several in one process must all stay). */
+int os_open_append(const char *path, int *fd);
 /* Count the lines of a /proc file (e.g. /proc/self/maps) with a stack buffer. */
 int os_count_lines(const char *path, long *lines);
 /* Read a small decimal number from a file such as /proc/sys/vm/max_map_count. */

@@ -18,7 +18,7 @@ static int report_fd(void) {
     char name[1024];
     int fd;
     fmt_path_with_pid(path, name, sizeof name);
-    return os_open_write(name, &fd) == 0 ? fd : 2;
+    return os_open_append(name, &fd) == 0 ? fd : 2;
 }
 
 /* "    #N 0xPC in function (module+0xOFF)" per frame. */
