@@ -38,6 +38,7 @@ class RunResult:
     stdout_head: str
     stderr_tail: str
     oscar: dict                 # Oscar counters summed over the tree's processes, or {}
+    throughput: float = None    # servers only: requests per second the load tool measured
 
 
 def _read_kv(path):
@@ -124,6 +125,43 @@ def _oscar_counters(stats_dir):
     return merged
 
 
+class TreeSampler:
+    """A thread that samples the process tree rooted at `pid` (sample_tree) until stop(),
+    keeping the peaks in peak = [formula, VmHWM sum]; it kills the tree's process group once
+    `timeout` seconds have passed since `start` and sets timed_out."""
+
+    def __init__(self, pid, start, timeout):
+        self.pid, self.start, self.timeout = pid, start, timeout
+        self.peak = [0, 0]
+        self.timed_out = threading.Event()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        interval = 0.001  # ramp up to SAMPLE_SECONDS: short runs still get samples
+        while not self.done.is_set():
+            t0 = time.monotonic()
+            mem, hwm = sample_tree(self.pid)
+            self.peak[0], self.peak[1] = max(self.peak[0], mem), max(self.peak[1], hwm)
+            cost = time.monotonic() - t0
+            if t0 - self.start > self.timeout:
+                self.timed_out.set()
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                return
+            # Reading /proc of a process with 60k mappings takes milliseconds and holds
+            # its mmap lock: back off so the measurement does not become the workload.
+            self.done.wait(max(interval, 4 * cost))
+            interval = min(SAMPLE_SECONDS, interval * 2)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+
+
 def describe_status(status):
     if os.WIFSIGNALED(status):
         try:
@@ -134,8 +172,9 @@ def describe_status(status):
     return "ok" if code == 0 else "exit %d" % code
 
 
-def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False):
-    """Run argv once (no shell) in its own session and measure it."""
+def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False, digest=None):
+    """Run argv once (no shell) in its own session and measure it. stdout_sha hashes the
+    whole stdout, or digest(stdout bytes) when given (for programs that print timings)."""
     with tempfile.TemporaryDirectory(prefix="oscar-bench-") as tmp:
         env = dict(env)
         if oscar_stats:
@@ -146,36 +185,11 @@ def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False):
             start = time.monotonic()
             proc = subprocess.Popen(argv, stdin=inp, stdout=out, stderr=err, env=env, cwd=cwd,
                                     start_new_session=True)
-            peak = [0, 0]
-            timed_out = threading.Event()
-            done = threading.Event()
-
-            def sampler():
-                interval = 0.001  # ramp up to SAMPLE_SECONDS: short runs still get samples
-                while not done.is_set():
-                    t0 = time.monotonic()
-                    mem, hwm = sample_tree(proc.pid)
-                    peak[0], peak[1] = max(peak[0], mem), max(peak[1], hwm)
-                    cost = time.monotonic() - t0
-                    if t0 - start > timeout:
-                        timed_out.set()
-                        try:
-                            os.killpg(proc.pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-                        return
-                    # Reading /proc of a process with 60k mappings takes milliseconds and holds
-                    # its mmap lock: back off so the measurement does not become the workload.
-                    done.wait(max(interval, 4 * cost))
-                    interval = min(SAMPLE_SECONDS, interval * 2)
-
-            thread = threading.Thread(target=sampler, daemon=True)
-            thread.start()
+            sampler = TreeSampler(proc.pid, start, timeout)
             _, status, usage = os.wait4(proc.pid, 0)
             seconds = time.monotonic() - start
             proc.returncode = os.waitstatus_to_exitcode(status)  # we reaped it, not Popen
-            done.set()
-            thread.join()
+            sampler.stop()
             try:  # anything the command left running in its session
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -183,16 +197,19 @@ def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False):
         sha = hashlib.sha256()
         with open(out_path, "rb") as f:
             head = f.read(4096)
-            sha.update(head)
-            for block in iter(lambda: f.read(1 << 20), b""):
-                sha.update(block)
+            if digest:
+                sha.update(digest(head + f.read()))
+            else:
+                sha.update(head)
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    sha.update(block)
         with open(err_path, "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 2000))
             err_tail = f.read().decode("utf-8", "replace")
-        status_text = "timeout" if timed_out.is_set() else describe_status(status)
-        return RunResult(status=status_text, seconds=seconds, peak_bytes=peak[0],
-                         rss_bytes=peak[1],
+        status_text = "timeout" if sampler.timed_out.is_set() else describe_status(status)
+        return RunResult(status=status_text, seconds=seconds, peak_bytes=sampler.peak[0],
+                         rss_bytes=sampler.peak[1],
                          faults=usage.ru_minflt + usage.ru_majflt,
                          stdout_sha=sha.hexdigest(),
                          stdout_head=head.decode("utf-8", "replace"),

@@ -6,7 +6,16 @@ import os
 
 COLUMNS = ["workload", "allocator", "status", "runs", "time_s", "time_ratio", "mem_mib",
            "mem_ratio", "rss_mib", "faults", "allocations", "syscalls_per_1k_allocs",
-           "peak_mappings_per_1k_allocs", "peak_canonical_mib", "note"]
+           "peak_mappings_per_1k_allocs", "peak_canonical_mib", "note",
+           # servers (bench/servers.py): requests/s and its ratio to glibc (higher is better);
+           # their rows leave time_ratio empty, since the load tool fixes the run time
+           "throughput", "throughput_ratio"]
+
+
+def server_workloads(rows_list, workloads):
+    """The workloads measured by throughput (kind "server"), in the given order."""
+    kinds = {r["workload"] for r in rows_list if r.get("kind") == "server"}
+    return [w for w in workloads if w in kinds]
 
 
 def geomean(values):
@@ -60,20 +69,30 @@ def _geo_row(rows, allocators, workloads, key):
 
 def markdown(rows_list, allocators, workloads, meta):
     rows = {(r["workload"], r["allocator"]): r for r in rows_list}
+    served = server_workloads(rows_list, workloads)
+    timed = [w for w in workloads if w not in served]
     lines = []
-    for title, key, base_key, base_label in [
-            ("Run time, ratio to glibc (lower is better)", "time_ratio", "time_s", "glibc s"),
+    for title, key, base_key, base_label, table_workloads in [
+            ("Run time, ratio to glibc (lower is better)", "time_ratio", "time_s", "glibc s",
+             timed),
+            ("Throughput, ratio to glibc (higher is better)", "throughput_ratio", "throughput",
+             "glibc req/s", served),
             ("Peak memory, ratio to glibc (formula in docs/benchmarks.md)", "mem_ratio",
-             "mem_mib", "glibc MiB")]:
+             "mem_mib", "glibc MiB", workloads)]:
+        if not table_workloads:
+            continue
+        workloads_here = table_workloads
+        digits = 0 if base_key == "throughput" else 3
         lines.append("### " + title)
         lines.append("")
         lines.append("| workload | %s | %s |" % (base_label, " | ".join(allocators)))
         lines.append("|---|---:|%s" % ("---:|" * len(allocators)))
-        for w in workloads:
+        for w in workloads_here:
             base = rows.get((w, "glibc"))
             cells = [_cell(rows.get((w, a)), key) for a in allocators]
-            lines.append("| %s | %s | %s |" % (w, _cell(base, base_key, 3), " | ".join(cells)))
-        lines.append("| **geomean** | | %s |" % " | ".join(_geo_row(rows, allocators, workloads, key)))
+            lines.append("| %s | %s | %s |" % (w, _cell(base, base_key, digits), " | ".join(cells)))
+        lines.append("| **geomean** | | %s |"
+                     % " | ".join(_geo_row(rows, allocators, workloads_here, key)))
         lines.append("")
     oscars = [a for a in allocators if any(rows.get((w, a), {}).get("syscalls_per_1k_allocs")
                                            is not None for w in workloads)]
@@ -104,23 +123,32 @@ def markdown(rows_list, allocators, workloads, meta):
 
 
 def plots(rows_list, allocators, workloads, out_dir):
-    """time_ratio.png and memory_ratio.png: one group of bars per workload (and the geomean),
-    one bar per allocator, log scale because the ratios span 1x to 1000x."""
+    """time_ratio.png and memory_ratio.png (and throughput_ratio.png when servers ran): one
+    group of bars per workload (and the geomean), one bar per allocator, log scale because the
+    ratios span 1x to 1000x."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = {(r["workload"], r["allocator"]): r for r in rows_list}
     others = [a for a in allocators if a != "glibc"]
+    served = server_workloads(rows_list, workloads)
     written = []
-    for key, fname, title in [("time_ratio", "time_ratio.png", "Run time / glibc"),
-                              ("mem_ratio", "memory_ratio.png", "Peak memory / glibc")]:
-        groups = list(workloads) + ["geomean"]
+    for key, fname, title, plot_workloads in [
+            ("time_ratio", "time_ratio.png", "Run time / glibc",
+             [w for w in workloads if w not in served]),
+            ("throughput_ratio", "throughput_ratio.png", "Throughput / glibc (higher is better)",
+             served),
+            ("mem_ratio", "memory_ratio.png", "Peak memory / glibc", list(workloads))]:
+        if key == "throughput_ratio" and not served:
+            continue
+        workloads_here = plot_workloads
+        groups = list(workloads_here) + ["geomean"]
         fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(groups) + 2), 5))
         width = 0.8 / max(1, len(others))
         for i, a in enumerate(others):
             vals = []
-            for w in workloads:
+            for w in workloads_here:
                 r = rows.get((w, a))
                 vals.append(r[key] if r and r["status"] == "ok" and r.get(key) else float("nan"))
             g = geomean([v for v in vals if not math.isnan(v)])

@@ -6,7 +6,8 @@
 
 Runs are interleaved (round 1: every workload under every allocator, then round 2, ...), so
 drift on a noisy machine hits all allocators alike; each cell reports the median of its runs.
-Writes results.csv, results.md, time_ratio.png and memory_ratio.png into --out.
+Writes results.csv, results.md, time_ratio.png and memory_ratio.png (and throughput_ratio.png
+when servers ran: bench/servers.py) into --out.
 See docs/benchmarks.md.
 """
 
@@ -26,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import allocators as alloc_mod  # noqa: E402
 import measure  # noqa: E402
 import report  # noqa: E402
+import servers  # noqa: E402
 import workloads as wl_mod  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -104,9 +106,10 @@ def machine_description():
             % (os.cpu_count(), cpu, platform.release(), maxmap, platform.libc_ver()[1], commit))
 
 
-def aggregate(workload, allocator, results, baseline):
+def aggregate(workload, allocator, results, baseline, kind=None):
     ok = [r for r in results if r.status == "ok"]
-    row = {"workload": workload, "allocator": allocator.name, "runs": len(results), "note": ""}
+    row = {"workload": workload, "allocator": allocator.name, "runs": len(results), "note": "",
+           "kind": kind}
     failed = [r for r in results if r.status != "ok"]
     if failed:
         row["status"] = failed[0].status
@@ -135,10 +138,24 @@ def aggregate(workload, allocator, results, baseline):
         row["peak_canonical_mib"] = counters.get("peak_canonical_bytes", 0) / 2**20
         if counters.get("mapping_limit_degraded"):
             row["note"] = (row["note"] + " degraded near vm.max_map_count").strip()
+    elif allocator.is_oscar and not counters:
+        # e.g. a server that rewrites its environment for its process title (redis, nginx)
+        # before Oscar reads OSCAR_STATS_FILE at exit
+        row["note"] = (row["note"] + " no OSCAR_STATS_FILE written").strip()
+    if kind == "server":
+        # The figure is throughput (higher is better); the run time is fixed by the load
+        # tool's duration, so it gets no time ratio.
+        row["throughput"] = med([r.throughput for r in ok])
+        if allocator.name == "glibc":
+            row["throughput_ratio"] = 1.0
+        elif baseline and baseline.get("throughput"):
+            row["throughput_ratio"] = row["throughput"] / baseline["throughput"]
     if allocator.name == "glibc":
-        row["time_ratio"] = row["mem_ratio"] = 1.0  # by definition, even if a sample missed
+        if kind != "server":
+            row["time_ratio"] = 1.0
+        row["mem_ratio"] = 1.0  # by definition, even if a sample missed
     else:
-        if baseline and baseline.get("time_s"):
+        if baseline and baseline.get("time_s") and kind != "server":
             row["time_ratio"] = row["time_s"] / baseline["time_s"]
         if baseline and baseline.get("mem_mib"):  # 0 when a run ended before its first sample
             row["mem_ratio"] = row["mem_mib"] / baseline["mem_mib"]
@@ -225,15 +242,24 @@ def main(argv=None):
                 cell = (w.name, a.name)
                 if cell in stopped:
                     continue
-                env = clean_env(cmd.env)
-                env.update(a.env)
-                if a.preload:
-                    env["LD_PRELOAD"] = a.preload
-                r = measure.run(cmd.argv, env, timeout, stdin=cmd.stdin, cwd=cmd.cwd or work,
-                                oscar_stats=a.is_oscar)
+                if w.kind == "server":
+                    # the server under the allocator, the load tool (clean_env({})) without it
+                    env = clean_env({})
+                    env.update(a.env)
+                    if a.preload:
+                        env["LD_PRELOAD"] = a.preload
+                    r = servers.run(cmd, env, clean_env({}), timeout, oscar_stats=a.is_oscar)
+                else:
+                    env = clean_env(cmd.env)
+                    env.update(a.env)
+                    if a.preload:
+                        env["LD_PRELOAD"] = a.preload
+                    r = measure.run(cmd.argv, env, timeout, stdin=cmd.stdin, cwd=cmd.cwd or work,
+                                    oscar_stats=a.is_oscar, digest=cmd.digest)
                 results.setdefault(cell, []).append(r)
-                log("[%d/%d] %-9s %-16s %-14s %8.3f s %9.1f MiB"
-                    % (rnd + 1, runs, w.name, a.name, r.status, r.seconds, r.peak_bytes / 2**20))
+                log("[%d/%d] %-9s %-16s %-14s %8.3f s %9.1f MiB%s"
+                    % (rnd + 1, runs, w.name, a.name, r.status, r.seconds, r.peak_bytes / 2**20,
+                       " %10.0f req/s" % r.throughput if r.throughput is not None else ""))
                 if r.status != "ok" or sum(x.seconds for x in results[cell]) > args.cell_budget:
                     stopped.add(cell)
 
@@ -245,9 +271,11 @@ def main(argv=None):
             baseline = {"sha": base_runs[0].stdout_sha,
                         "time_s": statistics.median(r.seconds for r in base_runs),
                         "mem_mib": statistics.median(r.peak_bytes for r in base_runs) / 2**20}
+            if w.kind == "server":
+                baseline["throughput"] = statistics.median(r.throughput for r in base_runs)
         for a in ready:
             if (w.name, a.name) in results:
-                rows.append(aggregate(w.name, a, results[(w.name, a.name)], baseline))
+                rows.append(aggregate(w.name, a, results[(w.name, a.name)], baseline, w.kind))
 
     elapsed = time.monotonic() - started
     meta = ("Machine: %s. Date: %s. Size: %s, %d run(s) per cell, interleaved, median; "

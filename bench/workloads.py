@@ -9,7 +9,9 @@ sizes keep Oscar at ~2-10 s per run, so the whole suite fits in 30 minutes on 2 
 import dataclasses
 import os
 import random
-import shutil
+import re
+
+import servers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INPUTS = os.path.join(HERE, "inputs")
@@ -21,6 +23,7 @@ class Command:
     env: dict = dataclasses.field(default_factory=dict)
     stdin: str = None   # path of a file to feed on stdin
     cwd: str = None
+    digest: object = None  # stdout bytes -> the part compared with glibc's (default: all of it)
 
 
 @dataclasses.dataclass
@@ -32,10 +35,10 @@ class Context:
 @dataclasses.dataclass
 class Workload:
     name: str
-    kind: str            # "micro" (bench/programs) or "real" (a Debian program)
+    kind: str            # "micro" (bench/programs), "real" (a Debian program) or "server"
     description: str
     sizes: dict          # {"smoke": n, "full": n}
-    make: object         # (ctx, n) -> Command
+    make: object         # (ctx, n) -> Command, or servers.Server for kind "server"
     requires: list = dataclasses.field(default_factory=list)  # [(executable, Debian package)]
 
 
@@ -151,6 +154,92 @@ def _xz(ctx, kib):
     return Command(["xz", "-T1", "-6", "-c", _xz_input(ctx, kib)])
 
 
+def _ps_file(ctx, pages):
+    """A PostScript document: per page 150 filled or stroked Bezier paths in random colours
+    and 60 rotated strings in 5 of the standard fonts at 6-40 pt."""
+    path = os.path.join(ctx.workdir, "doc-%d.ps" % pages)
+    if not os.path.exists(path):
+        rng = random.Random(pages)
+        fonts = ["Times-Roman", "Helvetica", "Courier", "Times-Bold", "Helvetica-Oblique"]
+        with open(path, "w") as f:
+            f.write("%%!PS-Adobe-3.0\n%%%%Pages: %d\n" % pages)
+            for p in range(pages):
+                f.write("%%%%Page: %d %d\n" % (p + 1, p + 1))
+                for _ in range(150):
+                    f.write("%.2f %.2f %.2f setrgbcolor newpath %d %d moveto "
+                            % (rng.random(), rng.random(), rng.random(), rng.randrange(600),
+                               rng.randrange(800)))
+                    for _ in range(6):
+                        f.write("%d %d %d %d %d %d curveto " % tuple(rng.randrange(800)
+                                                                    for _ in range(6)))
+                    f.write("closepath %s\n" % rng.choice(["fill", "stroke", "eofill"]))
+                for _ in range(60):
+                    angle = rng.uniform(-30, 30)
+                    f.write("/%s findfont %d scalefont setfont %d %d moveto %.1f rotate (%s) show "
+                            "%.1f rotate\n" % (rng.choice(fonts), rng.randrange(6, 40),
+                                               rng.randrange(550), rng.randrange(780), angle,
+                                               " ".join(rng.choice(WORDS) for _ in range(5)),
+                                               -angle))
+                f.write("showpage\n")
+            f.write("%%EOF\n")
+    return path
+
+
+def _smt_file(ctx, problems, bits=12):
+    """SMT-LIB2 (QF_BV): `problems` factorisations, each its own push/pop scope: find a and b,
+    1 < a, b < 2^bits, with a * b = n for a random n of 2*bits-1 bits (sat when n is composite
+    in range, unsat otherwise). Bit-blasting the multiplier and the CDCL search both allocate."""
+    path = os.path.join(ctx.workdir, "factor-%d-%d.smt2" % (problems, bits))
+    if not os.path.exists(path):
+        rng = random.Random(problems)
+        w = 2 * bits
+        with open(path, "w") as f:
+            f.write("(set-logic QF_BV)\n")
+            for _ in range(problems):
+                n = rng.randrange(1 << (bits - 2), 1 << (bits - 1))
+                f.write("(push 1)\n(declare-fun a () (_ BitVec %d))\n"
+                        "(declare-fun b () (_ BitVec %d))\n" % (w, w))
+                f.write("(assert (= (bvmul a b) (_ bv%d %d)))\n" % (n, w))
+                f.write("(assert (bvult (_ bv1 %d) a))\n(assert (bvult (_ bv1 %d) b))\n" % (w, w))
+                f.write("(assert (bvult a (_ bv%d %d)))\n(assert (bvult b (_ bv%d %d)))\n"
+                        % (1 << bits, w, 1 << bits, w))
+                f.write("(check-sat)\n(pop 1)\n")
+    return path
+
+
+def _db_bench_digest(out):
+    """db_bench prints timings; what must match glibc is which benchmarks ran and how many
+    keys readrandom found."""
+    return b"\n".join(m.group(1) + (b" " + m.group(2) if m.group(2) else b"")
+                      for m in re.finditer(rb"^(\w+)\s+:.*?(\(\d+ of \d+ found\))?\s*$",
+                                           out, re.M))
+
+
+def _rocksdb(ctx, num):
+    # fillrandom then readrandom of `num` 16-byte keys with 100-byte values, one thread, a
+    # 256 KiB memtable (so it flushes and compacts in the background), no compression; the
+    # seed is fixed so readrandom finds the same keys under every allocator.
+    db = os.path.join(ctx.workdir, "rocksdb-%d" % num)
+    return Command(["db_bench", "--benchmarks=fillrandom,readrandom", "--num=%d" % num,
+                    "--db=" + db, "--seed=1", "--threads=1", "--compression_type=none",
+                    "--write_buffer_size=262144", "--statistics=0", "--histogram=0",
+                    "--wal_dir=" + db], digest=_db_bench_digest)
+
+
+def _ghostscript(ctx, pages):
+    # The raster (8-bit grey, 72 dpi) goes to stdout, so every allocator must render the same.
+    return Command(["gs", "-q", "-dSAFER", "-dBATCH", "-dNOPAUSE", "-sDEVICE=pgmraw", "-r72",
+                    "-sOutputFile=-", _ps_file(ctx, pages)])
+
+
+def _z3(ctx, problems):
+    return Command(["z3", "-smt2", _smt_file(ctx, problems)])
+
+
+def _server(factory):
+    return lambda ctx, n: factory(n)
+
+
 WORKLOADS = [
     Workload("larson", "micro", "4 threads each churning 1000 live objects of 16-512 B",
              {"smoke": 2000, "full": 60000}, _micro("larson", 4, 1000)),
@@ -174,10 +263,27 @@ WORKLOADS = [
              {"smoke": 300, "full": 12000}, _sqlite, [("sqlite3", "sqlite3")]),
     Workload("xz", "real", "xz -6 -T1 compressing generated text (KiB)",
              {"smoke": 128, "full": 1536}, _xz, [("xz", "xz-utils")]),
+    Workload("rocksdb", "real", "rocksdb db_bench fillrandom,readrandom of N keys (256 KiB memtable)",
+             {"smoke": 2000, "full": 20000}, _rocksdb, [("db_bench", "rocksdb-tools")]),
+    Workload("ghostscript", "real", "gs rendering a generated N-page PostScript file to pgmraw at 72 dpi",
+             {"smoke": 2, "full": 20}, _ghostscript, [("gs", "ghostscript")]),
+    Workload("z3", "real", "z3 solving N generated 24-bit factorisation problems (QF_BV)",
+             {"smoke": 2, "full": 20}, _z3, [("z3", "z3")]),
+    Workload("redis", "server", "redis-server under redis-benchmark: N requests each of 7 commands, 20 clients",
+             {"smoke": 1000, "full": 10000}, _server(servers.redis),
+             [("redis-server", "redis-server"), ("redis-benchmark", "redis-tools")]),
+    Workload("memcached", "server", "memcached (4 threads) under memcaslap for N s: 95% gets, 5% sets",
+             {"smoke": 1, "full": 5}, _server(servers.memcached),
+             [("memcached", "memcached"), ("memcaslap", "libmemcached-tools")]),
+    Workload("nginx", "server", "nginx (master + 2 workers) under wrk for N s: a 2.3 KiB static page",
+             {"smoke": 1, "full": 5}, _server(servers.nginx), [("nginx", "nginx"), ("wrk", "wrk")]),
 ]
 
 
 def missing_requirements(workload):
     """The Debian packages whose executables this workload needs and cannot find."""
-    return [pkg for exe, pkg in workload.requires
-            if not (os.path.exists(exe) if os.path.isabs(exe) else shutil.which(exe))]
+    missing = []
+    for exe, pkg in workload.requires:
+        if not servers.which(exe) and pkg not in missing:
+            missing.append(pkg)
+    return missing

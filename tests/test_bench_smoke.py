@@ -1,6 +1,7 @@
 """The benchmark harness (bench/run.py, docs/benchmarks.md) in smoke mode: glibc and Oscar on
-the microbenchmarks and one real program. Checks the outputs are there and well-formed, not
-the numbers themselves (those are for docs/benchmarks.md)."""
+the microbenchmarks, the real programs and the servers under load. Checks the outputs are there
+and well-formed, not the numbers themselves (those are for docs/benchmarks.md). A real program
+or server whose Debian package is missing is skipped by the harness (a `skip:` line) and here."""
 
 import csv
 import os
@@ -14,6 +15,8 @@ from conftest import BUILD, REPO
 RUN = REPO / "bench" / "run.py"
 MICRO = ["larson", "prodcons", "lifetimes", "realloc", "stl", "bigobj"]
 REAL = "sqlite"  # the quickest real program; skipped (and the test with it) if not installed
+MORE_REAL = ["rocksdb", "ghostscript", "z3"]  # each skipped if its package is not installed
+SERVERS = ["redis", "memcached", "nginx"]     # measured by throughput (bench/servers.py)
 ALLOCATORS = ["glibc", "oscar"]
 
 
@@ -33,7 +36,8 @@ def smoke(build, tmp_path_factory):
     build.require_lib()
     out = tmp_path_factory.mktemp("bench")
     proc = run_bench("--smoke", "--allocators", ",".join(ALLOCATORS),
-                     "--workloads", ",".join(MICRO + [REAL]), "--out", str(out))
+                     "--workloads", ",".join(MICRO + [REAL] + MORE_REAL + SERVERS),
+                     "--out", str(out))
     return out, proc
 
 
@@ -42,7 +46,7 @@ def test_csv_has_every_cell(smoke):
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     cells = {(r["workload"], r["allocator"]): r for r in rows}
-    workloads = MICRO + ([REAL] if "skip: %s:" % REAL not in proc.stdout else [])
+    workloads = MICRO + [w for w in [REAL] + MORE_REAL if "skip: %s:" % w not in proc.stdout]
     for w in workloads:
         for a in ALLOCATORS:
             row = cells.get((w, a))
@@ -58,6 +62,34 @@ def test_csv_has_every_cell(smoke):
         assert oscar["syscalls_per_1k_allocs"] != "", oscar
         assert float(oscar["syscalls_per_1k_allocs"]) > 0, oscar
         assert oscar["peak_mappings_per_1k_allocs"] != "", oscar
+
+
+def test_servers_throughput(smoke):
+    out, proc = smoke
+    with open(out / "results.csv") as f:
+        cells = {(r["workload"], r["allocator"]): r for r in csv.DictReader(f)}
+    ran = [w for w in SERVERS if "skip: %s:" % w not in proc.stdout]
+    if not ran:
+        pytest.skip("no server installed:\n" + proc.stdout)
+    for w in ran:
+        for a in ALLOCATORS:
+            row = cells.get((w, a))
+            assert row is not None, "no row for %s under %s\n%s" % (w, a, proc.stdout)
+            assert row["status"] == "ok", row
+            assert float(row["throughput"]) > 0, row
+            assert float(row["throughput_ratio"]) > 0, row
+            assert row["time_ratio"] == "", row  # the load tool's duration is not a figure
+            assert float(row["mem_mib"]) > 0, row
+        assert float(cells[(w, "glibc")]["throughput_ratio"]) == 1.0
+        assert float(cells[(w, "glibc")]["mem_ratio"]) == 1.0
+    text = (out / "results.md").read_text()
+    assert "### Throughput, ratio to glibc (higher is better)" in text, text
+    time_table = text.split("### Run time")[1].split("###")[0]
+    tput_table = text.split("### Throughput")[1].split("###")[0]
+    for w in ran:
+        assert "| %s |" % w in tput_table, text
+        assert "| %s |" % w not in time_table, text
+    assert (out / "throughput_ratio.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_markdown_table(smoke):
