@@ -21,6 +21,10 @@ static const struct option_row rows[OPT_COUNT] = {
 
 static long int_values[OPT_COUNT];
 static const char *string_values[OPT_COUNT];
+/* Copies of string settings: programs that set their process title (redis, nginx) write
+ * over the environment's memory, and the settings must outlive that. */
+#define STRING_MAX 1024
+static char string_copies[OPT_COUNT][STRING_MAX];
 
 /* Append the n-th name of "a|b|c". */
 static void choice_name(struct fmt *f, const char *choices, long n) {
@@ -61,6 +65,8 @@ static void warn_invalid(const struct option_row *row, const char *value, const 
     fmt_str(&f, "); using default ");
     if (row->kind == CHOICE)
         choice_name(&f, row->choices, row->def);
+    else if (row->kind == STRING)
+        fmt_str(&f, "unset");
     else
         fmt_i64(&f, row->def);
     fmt_char(&f, '\n');
@@ -93,8 +99,18 @@ static int parse_int(const char *s, long min, long max, long *out) {
 static void parse_one(enum option_id id, const char *value) {
     const struct option_row *row = &rows[id];
     if (row->kind == STRING) {
-        if (*value)
-            string_values[id] = value;
+        size_t n = 0;
+        while (value[n] && n < STRING_MAX - 1)
+            n++;
+        if (value[n]) {
+            warn_invalid(row, value, "longer than 1023 bytes");
+            return;
+        }
+        if (n) {
+            for (size_t i = 0; i <= n; i++)
+                string_copies[id][i] = value[i];
+            string_values[id] = string_copies[id];
+        }
         return;
     }
     long v;

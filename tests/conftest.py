@@ -117,6 +117,7 @@ def build_info():
     main_programs = [BUILD / "tests" / "programs" / n for n in names]
     main_outputs = [LIB, CLI] + main_programs
     main_inputs = [REPO / "CMakeLists.txt", REPO / "src", REPO / "cli", REPO / "examples",
+                   REPO / "include", REPO / "shim",
                    TESTS / "CMakeLists.txt", TESTS / "programs"]
     log = []
     no_build = os.environ.get("OSCAR_TEST_NO_BUILD") == "1"

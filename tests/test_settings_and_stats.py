@@ -86,3 +86,14 @@ def test_misspelt_setting_warns(runner):
         "oscar: warning: OSCAR_STAT is not an oscar setting (ignored; `oscar --help` lists them)"
     ], res.describe()
     assert res.returncode == 0 and res.stdout == expected.stdout, res.describe()
+
+
+def test_string_settings_survive_a_process_title(runner, tmp_path):
+    """redis and nginx overwrite the environment's memory to set their process title; the
+    statistics file named by OSCAR_STATS_FILE must still be written at exit."""
+    import json
+    out = tmp_path / "stats.json"
+    res = runner.oscar("overwrite_environ", env={"OSCAR_STATS_FILE": str(out)})
+    assert res.returncode == 0 and "environment overwritten" in res.stdout, res.describe()
+    assert not res.oscar_lines(), res.describe()
+    assert json.loads(out.read_text())["allocations"] >= 1
