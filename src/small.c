@@ -8,6 +8,12 @@
 #include "stats.h"
 
 #include <errno.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
 
 /* Map one group of consecutive canonical pages [first, first+n) with a claimed slot each
  * and push the new shadows on c's list. Returns 0 or an errno. */
@@ -32,6 +38,60 @@ static int map_group(struct thread_cache *tc, struct class_cache *c, unsigned cl
     /* Push in descending order so the fast path hands out ascending addresses. */
     for (unsigned k = n; k-- > 0;) {
         uintptr_t page = sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT);
+        region_store(page, entry_small(PK_READY, first + k, cls, (unsigned)slots[k], 0));
+        c->objs[c->count++] = page + (uintptr_t)slots[k] * class_size[cls];
+    }
+    return 0;
+}
+
+/* A shadow page mapped only to keep a run in one kernel mapping: its canonical page had no
+ * free slot. Guarded at once and never handed out; the slot number is past every page's
+ * last slot, so reports call an access there wild and a free of it never allocated. */
+#define FILLER_SLOT 511
+
+/* With guard markers, claimed pages [i0, i1] of a span that has pages without a free slot
+ * between them become ONE mapping: the pages in between are mapped too and guarded at once
+ * (one more call for all of them), instead of one mapping per group of consecutive claimed
+ * pages. Once a program has freed and reused many slots, the groups are a page or two long
+ * and would otherwise exhaust vm.max_map_count. Returns 0 or an errno (nothing mapped). */
+static int map_with_fillers(struct thread_cache *tc, struct class_cache *c, unsigned cls,
+                            uint64_t first, const int *slots, unsigned n) {
+    uintptr_t sh = thread_take_shadow(tc, n);
+    if (!sh)
+        return ENOMEM;
+    size_t len = (size_t)n << OSCAR_PAGE_SHIFT;
+    long delta = mapview_delta(sh, sh + len - OSCAR_PAGE, VIEW_SHARED, first);
+    int err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+    if (err == ENOMEM) {
+        maplimit_on_enomem();
+        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+    }
+    if (err)
+        return err;
+    struct iovec iov[OSCAR_MAX_RUN_PAGES];
+    unsigned ranges = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (slots[k] >= 0)
+            continue;
+        uintptr_t page = sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT);
+        if (ranges && (uintptr_t)iov[ranges - 1].iov_base + iov[ranges - 1].iov_len == page)
+            iov[ranges - 1].iov_len += OSCAR_PAGE;
+        else
+            iov[ranges++] = (struct iovec){(void *)page, OSCAR_PAGE};
+    }
+    if (os_madvise_ranges(iov, ranges, MADV_GUARD_INSTALL) != 0) {
+        os_revoke((void *)sh, len); /* the addresses stay unused: never handed out twice */
+        return EINVAL;
+    }
+    stats_add(STAT_RUNS_MAPPED, 1);
+    maplimit_add(delta);
+    for (unsigned k = n; k-- > 0;) {
+        uintptr_t page = sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT);
+        if (slots[k] < 0) {
+            region_store(page, entry_small(PK_SMALL_GUARDED, first + k, cls, FILLER_SLOT, 0));
+            continue;
+        }
+        stats_add(STAT_SHADOWS_CREATED, 1);
         region_store(page, entry_small(PK_READY, first + k, cls, (unsigned)slots[k], 0));
         c->objs[c->count++] = page + (uintptr_t)slots[k] * class_size[cls];
     }
@@ -64,6 +124,14 @@ static bool refill(struct thread_cache *tc, unsigned cls) {
             continue;
         }
         atomic_fetch_add(&s->claimed, claimed);
+        unsigned i0 = 0, i1 = pages - 1;
+        while (slots[i0] < 0)
+            i0++;
+        while (slots[i1] < 0)
+            i1--;
+        if (i1 - i0 + 1 > claimed && os_guards_usable() &&
+            map_with_fillers(tc, c, cls, first + i0, slots + i0, i1 - i0 + 1) == 0)
+            continue;
         for (unsigned i = 0; i < pages;) {
             if (slots[i] < 0) {
                 i++;
