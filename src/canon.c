@@ -5,10 +5,13 @@
  * letting go stores DETACHED, then reads `claimed`. At least one of them sees the other,
  * so a span with free slots is never left detached and unlisted. */
 #include "canon.h"
+#include "maplimit.h"
 #include "options.h"
 #include "os.h"
 #include "size_class.h"
 #include "stats.h"
+
+#include <errno.h>
 
 struct canon oscar_canon;
 
@@ -152,6 +155,15 @@ int canon_packed_free_slot(uint64_t page, unsigned slot) {
 
 bool canon_slot_is_free(uint64_t page, unsigned slot) {
     return atomic_load(&oscar_canon.bits[page][slot / 64]) >> (slot % 64) & 1;
+}
+
+int canon_map_shadow(uintptr_t sh, size_t len, uint64_t first) {
+    int err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+    if (err == ENOMEM) {
+        maplimit_on_enomem();
+        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+    }
+    return err;
 }
 
 bool canon_slots_free(uint64_t page, unsigned lo, unsigned hi) {

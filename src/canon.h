@@ -61,6 +61,9 @@ bool canon_slot_is_free(uint64_t page, unsigned slot);
 /* n slots of packed span s were freed; true when none is left (the caller revokes its
  * shadows, then calls canon_span_release_memory). */
 bool canon_packed_release(struct span *s, uint32_t n);
+/* Map canonical pages [first, first + len) at shadow address sh, prefaulted; near the
+ * kernel's mapping limit (ENOMEM) tell maplimit and try once more. 0 or an errno. */
+int canon_map_shadow(uintptr_t sh, size_t len, uint64_t first);
 /* Are slots [lo, hi) of canonical page `page` all free? */
 bool canon_slots_free(uint64_t page, unsigned lo, unsigned hi);
 void canon_span_release_memory(struct span *s);

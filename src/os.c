@@ -85,29 +85,9 @@ int os_revoke(void *addr, size_t len) {
     return p ? 0 : err;
 }
 
-#ifndef MADV_GUARD_INSTALL
-#define MADV_GUARD_INSTALL 102
-#endif
-
-static atomic_int guards_usable = 1;
-
-bool os_guards_usable(void) { return atomic_load_explicit(&guards_usable, memory_order_relaxed); }
-void os_guards_disable(void) { atomic_store(&guards_usable, 0); }
-
-int os_guard(void *addr, size_t len) {
-    stats_count_syscall(STAT_SYSCALLS_MADVISE);
-    int err;
-    do
-        err = err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_GUARD_INSTALL, 0, 0, 0));
-    while (err == EINTR || err == EAGAIN);
-    if (err == EINVAL || err == ENOSYS || err == EPERM)
-        os_guards_disable();
-    return err;
-}
-
 #define PIDFD_SELF_THREAD (-10000) /* include/uapi/linux/pidfd.h, Linux 6.13+ */
 
-int os_madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
+static int madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
     stats_count_syscall(STAT_SYSCALLS_MADVISE);
     size_t total = 0;
     for (unsigned i = 0; i < n; i++)
@@ -119,6 +99,34 @@ int os_madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
     if (r < 0)
         return err_of(r);
     return (size_t)r == total ? 0 : EAGAIN;
+}
+
+int os_remove_ranges(const struct iovec *ranges, unsigned n) {
+    return madvise_ranges(ranges, n, MADV_REMOVE);
+}
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+static atomic_int guards_usable = 1;
+
+bool os_guards_usable(void) { return atomic_load_explicit(&guards_usable, memory_order_relaxed); }
+void os_guards_disable(void) { atomic_store(&guards_usable, 0); }
+
+int os_guard_ranges(const struct iovec *ranges, unsigned n) {
+    return madvise_ranges(ranges, n, MADV_GUARD_INSTALL);
+}
+
+int os_guard(void *addr, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    int err;
+    do
+        err = err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_GUARD_INSTALL, 0, 0, 0));
+    while (err == EINTR || err == EAGAIN);
+    if (err == EINVAL || err == ENOSYS || err == EPERM)
+        os_guards_disable();
+    return err;
 }
 
 int os_drop(void *addr, size_t len) {
@@ -232,7 +240,6 @@ int os_open_write(const char *path, int *fd) {
 int os_open_append(const char *path, int *fd) {
     return os_open_flags(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, fd);
 }
-
 
 static int open_read(const char *path, int *fd) {
     stats_count_syscall(STAT_SYSCALLS_OTHER);

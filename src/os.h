@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+
+#include "oscar_internal.h"
 
 /* Kernel-placed PROT_NONE, MAP_NORESERVE reservation (the shadow region). */
 void *os_reserve(size_t len, int *err);
@@ -22,11 +25,21 @@ int os_revoke(void *addr, size_t len);
  * the pages' memory is dropped from this mapping, and the kernel mapping is NOT split.
  * Returns EINVAL (and remembers it) on kernels without guards for such a mapping. */
 int os_guard(void *addr, size_t len);
-/* One madvise(advice) over n ranges in one system call (process_madvise on ourselves,
- * Linux 6.13+): 0 when every range was done, else an errno (ranges before the failing one
- * may be done). */
-struct iovec;
-int os_madvise_ranges(const struct iovec *ranges, unsigned n, int advice);
+/* Guard markers on, or the memory of (MADV_REMOVE, shared mappings), n ranges in one system
+ * call (process_madvise on ourselves, Linux 6.13+): 0 when every range was done, else an
+ * errno (ranges before the failing one may be done). */
+int os_guard_ranges(const struct iovec *ranges, unsigned n);
+int os_remove_ranges(const struct iovec *ranges, unsigned n);
+/* Append the page at `page` to ranges[0..n), extending the last range when it ends there;
+ * returns the new count. */
+static inline unsigned os_ranges_add_page(struct iovec *ranges, unsigned n, uintptr_t page) {
+    if (n && (uintptr_t)ranges[n - 1].iov_base + ranges[n - 1].iov_len == page) {
+        ranges[n - 1].iov_len += OSCAR_PAGE;
+        return n;
+    }
+    ranges[n] = (struct iovec){(void *)page, OSCAR_PAGE};
+    return n + 1;
+}
 /* False once the kernel refused a guard, or when OSCAR_GUARDS=0 turned them off. */
 bool os_guards_usable(void);
 void os_guards_disable(void);

@@ -8,12 +8,7 @@
 #include "mapview.h"
 #include "stats.h"
 
-#include <sys/mman.h>
-#include <sys/uio.h>
-
-#ifndef MADV_GUARD_INSTALL
-#define MADV_GUARD_INSTALL 102
-#endif
+#include <errno.h>
 
 bool packed_mode;
 unsigned packed_k;
@@ -39,16 +34,6 @@ void packed_init(void) {
     poison_word = w;
 }
 
-/* Map the span's pages (first.., len bytes) at sh; 0 or an errno. */
-static int map_group(uintptr_t sh, size_t len, uint64_t first) {
-    int err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
-    if (err == 12) {
-        maplimit_on_enomem();
-        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
-    }
-    return err;
-}
-
 /* A packed span is mapped once per group of slots (packed_groups): group g's shadow pages
  * come after group g-1's, each a mapping of the whole span, and hand out only the slots of
  * group g. With one group (the default) every slot of a canonical page shares one shadow. */
@@ -63,11 +48,11 @@ bool packed_refill(struct thread_cache *tc, unsigned cls) {
     uintptr_t sh = thread_take_shadow(tc, (size_t)pages * groups);
     long delta = 0;
     unsigned g = 0;
-    int err = sh ? 0 : 12;
+    int err = sh ? 0 : ENOMEM;
     for (; !err && g < groups; g++) {
         uintptr_t at = sh + g * len;
         delta += mapview_delta(at, at + len - OSCAR_PAGE, VIEW_SHARED, first);
-        err = map_group(at, len, first); /* (delta is approximate for g > 0: recounts fix it) */
+        err = canon_map_shadow(at, len, first); /* (delta approximate for g > 0: recounts fix it) */
     }
     if (err) {
         /* Nothing was handed out: the groups mapped so far go, the span goes back whole.
@@ -178,14 +163,9 @@ static void release_span_count(uint64_t canon) {
 /* The queued pages (only those whose canonical page is empty, if only_empty) as ranges. */
 static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, bool only_empty) {
     unsigned n = 0;
-    for (uint32_t i = 0; i < q->n; i++) {
-        if (only_empty && !(q->entry[i] & QUEUED_EMPTY))
-            continue;
-        if (n && (uintptr_t)iov[n - 1].iov_base + iov[n - 1].iov_len == q->page[i])
-            iov[n - 1].iov_len += OSCAR_PAGE;
-        else
-            iov[n++] = (struct iovec){(void *)q->page[i], OSCAR_PAGE};
-    }
+    for (uint32_t i = 0; i < q->n; i++)
+        if (!only_empty || (q->entry[i] & QUEUED_EMPTY))
+            n = os_ranges_add_page(iov, n, q->page[i]);
     return n;
 }
 
@@ -199,8 +179,7 @@ static bool guard_queue(const struct retire_queue *q) {
     unsigned n_all = add_ranges(all, q, false), n_empty = add_ranges(empty, q, true);
     for (uint32_t i = 0; i < q->n; i++)
         region_store(q->page[i], entry_with_kind(q->entry[i] & ~QUEUED_EMPTY, PK_PACKED_GUARDED));
-    if ((n_empty && os_madvise_ranges(empty, n_empty, MADV_REMOVE) != 0) ||
-        os_madvise_ranges(all, n_all, MADV_GUARD_INSTALL) != 0) {
+    if ((n_empty && os_remove_ranges(empty, n_empty) != 0) || os_guard_ranges(all, n_all) != 0) {
         for (uint32_t i = 0; i < q->n; i++)
             region_store(q->page[i], q->entry[i] & ~QUEUED_EMPTY);
         return false;
@@ -212,7 +191,6 @@ static bool guard_queue(const struct retire_queue *q) {
 void packed_flush_retired(struct thread_cache *tc) {
     struct retire_queue *q = &tc->retire;
     uint32_t n = q->n;
-    q->n = 0; /* first: a free from inside the flush must not see these entries again */
     /* Sort by address (insertion sort: at most RETIRE_MAX entries), so frees that came in
      * any order still revoke as long runs. */
     for (uint32_t i = 1; i < n; i++) {
@@ -226,9 +204,8 @@ void packed_flush_retired(struct thread_cache *tc) {
         q->page[j] = p;
         q->entry[j] = e;
     }
-    q->n = n;
     bool guarded = guard_queue(q);
-    q->n = 0;
+    q->n = 0; /* (releasing the span counts below frees nothing: it cannot refill the queue) */
     for (uint32_t i = 0; i < n;) {
         uint32_t j = i + 1;
         while (j < n && q->page[j] == q->page[j - 1] + OSCAR_PAGE)

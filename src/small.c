@@ -8,12 +8,6 @@
 #include "stats.h"
 
 #include <errno.h>
-#include <sys/mman.h>
-#include <sys/uio.h>
-
-#ifndef MADV_GUARD_INSTALL
-#define MADV_GUARD_INSTALL 102
-#endif
 
 /* Map one group of consecutive canonical pages [first, first+n) with a claimed slot each
  * and push the new shadows on c's list. Returns 0 or an errno. */
@@ -23,13 +17,7 @@ static int map_group(struct thread_cache *tc, struct class_cache *c, unsigned cl
     if (!sh)
         return ENOMEM;
     long delta = mapview_delta(sh, sh + ((uintptr_t)(n - 1) << OSCAR_PAGE_SHIFT), VIEW_SHARED, first);
-    int err = os_map_shadow((void *)sh, (size_t)n << OSCAR_PAGE_SHIFT, oscar_canon.fd,
-                            first << OSCAR_PAGE_SHIFT, true);
-    if (err == ENOMEM) {
-        maplimit_on_enomem();
-        err = os_map_shadow((void *)sh, (size_t)n << OSCAR_PAGE_SHIFT, oscar_canon.fd,
-                            first << OSCAR_PAGE_SHIFT, true);
-    }
+    int err = canon_map_shadow(sh, (size_t)n << OSCAR_PAGE_SHIFT, first);
     if (err)
         return err;
     stats_add(STAT_RUNS_MAPPED, 1);
@@ -61,25 +49,15 @@ static int map_with_fillers(struct thread_cache *tc, struct class_cache *c, unsi
         return ENOMEM;
     size_t len = (size_t)n << OSCAR_PAGE_SHIFT;
     long delta = mapview_delta(sh, sh + len - OSCAR_PAGE, VIEW_SHARED, first);
-    int err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
-    if (err == ENOMEM) {
-        maplimit_on_enomem();
-        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
-    }
+    int err = canon_map_shadow(sh, len, first);
     if (err)
         return err;
     struct iovec iov[OSCAR_MAX_RUN_PAGES];
     unsigned ranges = 0;
-    for (unsigned k = 0; k < n; k++) {
-        if (slots[k] >= 0)
-            continue;
-        uintptr_t page = sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT);
-        if (ranges && (uintptr_t)iov[ranges - 1].iov_base + iov[ranges - 1].iov_len == page)
-            iov[ranges - 1].iov_len += OSCAR_PAGE;
-        else
-            iov[ranges++] = (struct iovec){(void *)page, OSCAR_PAGE};
-    }
-    if (os_madvise_ranges(iov, ranges, MADV_GUARD_INSTALL) != 0) {
+    for (unsigned k = 0; k < n; k++)
+        if (slots[k] < 0)
+            ranges = os_ranges_add_page(iov, ranges, sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT));
+    if (os_guard_ranges(iov, ranges) != 0) {
         os_revoke((void *)sh, len); /* the addresses stay unused: never handed out twice */
         return EINVAL;
     }
