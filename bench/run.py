@@ -52,10 +52,14 @@ def parse_args(argv):
     p.add_argument("--ablation", action="store_true",
                    help="Oscar with one optimisation at a time instead of the peer allocators")
     p.add_argument("--build-dir", help="Oscar build directory (default $OSCAR_BUILD_DIR or <repo>/build)")
-    p.add_argument("--timeout", type=float, help="seconds before a run is killed (default 30, smoke 60)")
-    p.add_argument("--cell-budget", type=float, default=30.0,
-                   help="stop repeating a cell once its runs took this many seconds (default 30; "
+    p.add_argument("--timeout", type=float, help="seconds before a run is killed (default 20, smoke 60)")
+    p.add_argument("--cell-budget", type=float, default=20.0,
+                   help="stop repeating a cell once its runs took this many seconds (default 20; "
                         "it still gets at least one run)")
+    p.add_argument("--budget", type=float, default=27.0,
+                   help="minutes for the whole suite (default 27; 0: none): after the third "
+                        "round, a round that would not finish in time is not started, and the "
+                        "tables say how many runs each cell got")
     p.add_argument("--list", action="store_true", help="list allocators and workloads, then exit")
     return p.parse_args(argv)
 
@@ -166,7 +170,7 @@ def main(argv=None):
     args = parse_args(argv)
     size = "smoke" if args.smoke else "full"
     runs = args.runs or (1 if args.smoke else 5)
-    timeout = args.timeout or (60.0 if args.smoke else 30.0)
+    timeout = args.timeout or (60.0 if args.smoke else 20.0)
     build = os.path.abspath(args.build_dir or os.environ.get("OSCAR_BUILD_DIR")
                             or os.path.join(REPO, "build"))
     oscar_lib = os.path.join(build, "src", "liboscar.so")
@@ -235,7 +239,18 @@ def main(argv=None):
     results = {}                  # (workload, allocator) -> [RunResult]
     stopped = set()               # cells that failed or used up their time budget
     started = time.monotonic()
+    round_s = 0.0
+    done_rounds = 0
     for rnd in range(runs):
+        # The suite's time budget: three rounds always; a later one only if a round as long as
+        # the last still ends in time (a median of 3 beats a suite nobody waits for).
+        spent = time.monotonic() - started
+        if rnd >= 3 and args.budget > 0 and spent + round_s > args.budget * 60:
+            log("bench: stopping after %d rounds: round %d would end past the %.0f-minute budget "
+                "(%.0f s spent, last round %.0f s; --budget 0 for no limit)"
+                % (rnd, rnd + 1, args.budget, spent, round_s))
+            break
+        round_started = time.monotonic()
         for w in workloads:
             cmd = commands[w.name]
             for a in ready:
@@ -262,6 +277,8 @@ def main(argv=None):
                        " %10.0f req/s" % r.throughput if r.throughput is not None else ""))
                 if r.status != "ok" or sum(x.seconds for x in results[cell]) > args.cell_budget:
                     stopped.add(cell)
+        round_s = time.monotonic() - round_started
+        done_rounds = rnd + 1
 
     rows = []
     for w in workloads:
@@ -278,10 +295,10 @@ def main(argv=None):
                 rows.append(aggregate(w.name, a, results[(w.name, a.name)], baseline, w.kind))
 
     elapsed = time.monotonic() - started
-    meta = ("Machine: %s. Date: %s. Size: %s, %d run(s) per cell, interleaved, median; "
+    meta = ("Machine: %s. Date: %s. Size: %s, %d round(s): up to that many runs per cell (the CSV's runs column), interleaved, median; "
             "suite took %.0f s." % (machine_description(),
                                      datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-                                     size, runs, elapsed))
+                                     size, done_rounds, elapsed))
     names = [a.name for a in ready]
     wnames = [w.name for w in workloads]
     report.write_csv(rows, os.path.join(out, "results.csv"))

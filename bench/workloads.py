@@ -270,13 +270,13 @@ WORKLOADS = [
     Workload("z3", "real", "z3 solving N generated 24-bit factorisation problems (QF_BV)",
              {"smoke": 2, "full": 20}, _z3, [("z3", "z3")]),
     Workload("redis", "server", "redis-server under redis-benchmark: N requests each of 7 commands, 20 clients",
-             {"smoke": 1000, "full": 10000}, _server(servers.redis),
+             {"smoke": 1000, "full": 6000}, _server(servers.redis),
              [("redis-server", "redis-server"), ("redis-benchmark", "redis-tools")]),
     Workload("memcached", "server", "memcached (4 threads) under memcaslap for N s: 95% gets, 5% sets",
-             {"smoke": 1, "full": 5}, _server(servers.memcached),
+             {"smoke": 1, "full": 3}, _server(servers.memcached),
              [("memcached", "memcached"), ("memcaslap", "libmemcached-tools")]),
     Workload("nginx", "server", "nginx (master + 2 workers) under wrk for N s: a 2.3 KiB static page",
-             {"smoke": 1, "full": 5}, _server(servers.nginx), [("nginx", "nginx"), ("wrk", "wrk")]),
+             {"smoke": 1, "full": 3}, _server(servers.nginx), [("nginx", "nginx"), ("wrk", "wrk")]),
 ]
 
 
