@@ -21,6 +21,16 @@ struct pool {
 };
 static struct pool class_pools[NUM_CLASSES];
 static struct pool empty_pool; /* punched spans ready for any class */
+/* Packed reuse spans with enough reusable pages to be worth a new mapping, per class. */
+static struct pool reuse_pools[NUM_CLASSES];
+
+/* A span is offered for reuse once this many of its pages are reusable: a new mapping, a
+ * guard call for the pages still in use and a populate call then serve them all. */
+#define REUSE_MIN_PAGES(span_pages) ((span_pages) >= 16 ? (span_pages) / 4 : 1)
+/* Reusable pages whose memory is kept for the next objects (not punched and zeroed
+ * again), over the whole process: OSCAR_KEEP_FREED_MIB. */
+static int64_t idle_max_pages;
+static _Atomic int64_t idle_pages;
 
 void oscar_lock_acquire(oscar_lock *l) {
     while (atomic_flag_test_and_set_explicit(&l->f, memory_order_acquire))
@@ -32,6 +42,7 @@ int canon_init(void) {
     if (err)
         return err;
     oscar_canon.span_pages = (unsigned)options_int(OPT_RUN_PAGES);
+    idle_max_pages = (int64_t)options_int(OPT_KEEP_FREED_MIB) << (20 - OSCAR_PAGE_SHIFT);
     /* The memfd is sparse: its size costs nothing until pages are touched. */
     uint64_t bytes = 1ULL << 40;
     while (bytes >= (1ULL << 30) && os_ftruncate(oscar_canon.fd, bytes) != 0)
@@ -45,6 +56,9 @@ int canon_init(void) {
         return err;
     oscar_canon.bits = os_alloc_meta(oscar_canon.max_pages * sizeof(*oscar_canon.bits), &err);
     if (!oscar_canon.bits)
+        return err;
+    oscar_canon.done = os_alloc_meta(oscar_canon.max_pages * sizeof(*oscar_canon.done), &err);
+    if (!oscar_canon.done)
         return err;
     return 0;
 }
@@ -67,17 +81,24 @@ static void pool_unlink(struct pool *p, struct span *s) {
     s->next = s->prev = NULL;
 }
 
+/* Word w of the free-slot bitmap of a page with n slots, every slot free. */
+static uint64_t all_free_word(unsigned n, unsigned w) {
+    unsigned lo = w * 64;
+    return n <= lo ? 0 : n - lo >= 64 ? ~0ULL : (1ULL << (n - lo)) - 1;
+}
+
+/* Mark every slot of a page with n slots free. */
+static void free_page(uint64_t page, unsigned n) {
+    for (unsigned w = 0; w < 4; w++)
+        atomic_store_explicit(&oscar_canon.bits[page][w], all_free_word(n, w), memory_order_relaxed);
+}
+
 /* Mark every slot of every page of s free for class cls. */
 static void span_format(struct span *s, unsigned cls) {
     unsigned n = class_slots(cls);
     uint64_t first = canon_span_first_page(s);
-    for (unsigned i = 0; i < oscar_canon.span_pages; i++) {
-        for (unsigned w = 0; w < 4; w++) {
-            unsigned lo = w * 64;
-            uint64_t word = n <= lo ? 0 : n - lo >= 64 ? ~0ULL : (1ULL << (n - lo)) - 1;
-            atomic_store_explicit(&oscar_canon.bits[first + i][w], word, memory_order_relaxed);
-        }
-    }
+    for (unsigned i = 0; i < oscar_canon.span_pages; i++)
+        free_page(first + i, n);
     s->cls = (uint8_t)cls;
     atomic_store(&s->claimed, 0);
 }
@@ -123,45 +144,136 @@ struct span *canon_span_acquire(unsigned cls) {
     return s;
 }
 
-struct span *canon_span_acquire_packed(unsigned cls) {
+static void claim_page(uint64_t page) {
+    for (unsigned w = 0; w < 4; w++)
+        atomic_store_explicit(&oscar_canon.bits[page][w], 0, memory_order_relaxed);
+    atomic_store_explicit(&oscar_canon.done[page], 0, memory_order_relaxed);
+}
+
+struct span *canon_span_acquire_packed(unsigned cls, bool reuse) {
     struct span *s = take_unused_span();
     if (!s)
         return NULL;
     uint64_t first = canon_span_first_page(s);
     for (unsigned i = 0; i < oscar_canon.span_pages; i++)
-        for (unsigned w = 0; w < 4; w++)
-            atomic_store_explicit(&oscar_canon.bits[first + i][w], 0, memory_order_relaxed);
+        claim_page(first + i);
     s->cls = (uint8_t)cls;
     s->packed_shadow = 0;
+    s->reuse = reuse;
+    for (unsigned w = 0; w < OSCAR_MAX_RUN_PAGES / 64; w++)
+        atomic_store(&s->reusable[w], 0);
+    atomic_store(&s->n_reusable, 0);
+    atomic_store(&s->n_idle, 0);
+    atomic_store(&s->in_reuse_pool, 0);
     atomic_store(&s->claimed, class_slots(cls) * oscar_canon.span_pages);
     atomic_store(&s->state, SPAN_PACKED);
     return s;
 }
 
-int canon_packed_free_slot(uint64_t page, unsigned slot) {
+bool canon_idle_reserve(void) {
+    if (atomic_fetch_add(&idle_pages, 1) < idle_max_pages)
+        return true;
+    atomic_fetch_sub(&idle_pages, 1);
+    return false;
+}
+
+void canon_idle_unreserve(void) { atomic_fetch_sub(&idle_pages, 1); }
+
+void canon_packed_page_reusable(uint64_t page, bool idle) {
+    struct span *s = canon_span_of(page);
+    if (idle)
+        atomic_fetch_add(&s->n_idle, 1);
+    unsigned i = (unsigned)(page - canon_span_first_page(s));
+    atomic_fetch_or(&s->reusable[i / 64], 1ULL << (i % 64));
+    int32_t n = atomic_fetch_add(&s->n_reusable, 1) + 1;
+    if (n >= (int32_t)REUSE_MIN_PAGES(oscar_canon.span_pages) &&
+        !atomic_exchange(&s->in_reuse_pool, 1)) {
+        struct pool *p = &reuse_pools[s->cls];
+        oscar_lock_acquire(&p->lock);
+        pool_push(p, s);
+        oscar_lock_release(&p->lock);
+    }
+}
+
+struct span *canon_span_reuse_packed(unsigned cls, uint64_t *mask) {
+    struct pool *p = &reuse_pools[cls];
+    for (;;) {
+        oscar_lock_acquire(&p->lock);
+        struct span *s = p->head;
+        if (s)
+            pool_unlink(p, s);
+        oscar_lock_release(&p->lock);
+        if (!s)
+            return NULL;
+        /* Out of the pool before its pages are taken: a page offered meanwhile lists the
+         * span again. */
+        atomic_store(&s->in_reuse_pool, 0);
+        int32_t taken = 0;
+        for (unsigned w = 0; w < OSCAR_MAX_RUN_PAGES / 64; w++) {
+            mask[w] = atomic_exchange(&s->reusable[w], 0);
+            taken += __builtin_popcountll(mask[w]);
+        }
+        atomic_fetch_sub(&s->n_reusable, taken);
+        atomic_fetch_sub(&idle_pages, atomic_exchange(&s->n_idle, 0));
+        if (!taken)
+            continue; /* raced with another taker */
+        uint64_t first = canon_span_first_page(s);
+        for (unsigned i = 0; i < oscar_canon.span_pages; i++)
+            if (mask[i / 64] >> (i % 64) & 1)
+                claim_page(first + i);
+        atomic_fetch_add(&s->claimed, (uint32_t)taken * class_slots(cls));
+        return s;
+    }
+}
+
+void canon_span_unreuse_packed(struct span *s, const uint64_t *mask) {
+    uint64_t first = canon_span_first_page(s);
+    unsigned n = class_slots(s->cls);
+    for (unsigned i = 0; i < oscar_canon.span_pages; i++) {
+        if (!(mask[i / 64] >> (i % 64) & 1))
+            continue;
+        free_page(first + i, n);
+        atomic_fetch_sub(&s->claimed, n);
+        canon_packed_page_reusable(first + i, false);
+    }
+}
+
+int canon_packed_free_slot(uint64_t page, unsigned slot, unsigned lo, unsigned hi) {
     _Atomic uint64_t *w = oscar_canon.bits[page];
     uint64_t bit = 1ULL << (slot % 64);
-    if (atomic_fetch_or(&w[slot / 64], bit) & bit)
+    uint64_t now = atomic_fetch_or(&w[slot / 64], bit);
+    if (now & bit)
         return -1;
+    now |= bit;
     unsigned n = class_slots(canon_span_of(page)->cls);
-    for (unsigned i = 0; i < 4; i++) {
-        unsigned lo = i * 64;
-        uint64_t full = n <= lo ? 0 : n - lo >= 64 ? ~0ULL : (1ULL << (n - lo)) - 1;
-        if (atomic_load(&w[i]) != full)
-            return 0;
+    int r = 0;
+    if (lo / 64 == (hi - 1) / 64) {
+        /* The group lies in this word: exactly one free sees it complete. */
+        uint64_t g = (hi - lo == 64 ? ~0ULL : ((1ULL << (hi - lo)) - 1)) << (lo % 64);
+        r |= (now & g) == g ? PACKED_GROUP_DONE : 0;
     }
-    return 1;
+    for (unsigned i = 0; i < 4; i++)
+        if ((i == slot / 64 ? now : atomic_load(&w[i])) != all_free_word(n, i))
+            return r;
+    /* Every slot is free. With one word that free was this one; across words two frees
+     * can both see it, and the page's flag picks one. */
+    if (n <= 64 || !atomic_exchange(&oscar_canon.done[page], 1)) {
+        r |= PACKED_PAGE_DONE;
+        if (lo == 0 && hi == n)
+            r |= PACKED_GROUP_DONE;
+    }
+    return r;
 }
 
 bool canon_slot_is_free(uint64_t page, unsigned slot) {
     return atomic_load(&oscar_canon.bits[page][slot / 64]) >> (slot % 64) & 1;
 }
 
-int canon_map_shadow(uintptr_t sh, size_t len, uint64_t first) {
-    int err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+int canon_map_shadow(uintptr_t sh, size_t len, uint64_t first, bool populate) {
+    int err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, populate);
     if (err == ENOMEM) {
         maplimit_on_enomem();
-        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, true);
+        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, populate);
     }
     return err;
 }
@@ -261,9 +373,13 @@ void canon_lock_all(void) {
     for (unsigned c = 0; c < NUM_CLASSES; c++)
         oscar_lock_acquire(&class_pools[c].lock);
     oscar_lock_acquire(&empty_pool.lock);
+    for (unsigned c = 0; c < NUM_CLASSES; c++)
+        oscar_lock_acquire(&reuse_pools[c].lock);
 }
 
 void canon_unlock_all(void) {
+    for (unsigned c = NUM_CLASSES; c-- > 0;)
+        oscar_lock_release(&reuse_pools[c].lock);
     oscar_lock_release(&empty_pool.lock);
     for (unsigned c = NUM_CLASSES; c-- > 0;)
         oscar_lock_release(&class_pools[c].lock);

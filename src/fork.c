@@ -5,7 +5,7 @@
  *
  * Lock order (prepare takes them top to bottom, parent and child release bottom to top):
  *   1. thread registry, 2. fallback cache, 3. class pools in class order, 4. empty-span
- *   pool, 5. quarantine.
+ *   pool, 5. packed reuse pools in class order, 6. quarantine.
  * vfork and posix_spawn run no atfork handlers and need none: the child only execs. */
 #include "fork.h"
 #include "api.h"

@@ -105,6 +105,12 @@ int os_remove_ranges(const struct iovec *ranges, unsigned n) {
     return madvise_ranges(ranges, n, MADV_REMOVE);
 }
 
+int os_populate_ranges(const struct iovec *ranges, unsigned n) {
+    if (!atomic_load_explicit(&populate_write_works, memory_order_relaxed))
+        return EINVAL;
+    return madvise_ranges(ranges, n, MADV_POPULATE_WRITE);
+}
+
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif

@@ -30,6 +30,8 @@ int os_guard(void *addr, size_t len);
  * errno (ranges before the failing one may be done). */
 int os_guard_ranges(const struct iovec *ranges, unsigned n);
 int os_remove_ranges(const struct iovec *ranges, unsigned n);
+/* Fault the shared pages of the ranges in, writable (MADV_POPULATE_WRITE). */
+int os_populate_ranges(const struct iovec *ranges, unsigned n);
 /* Append the page at `page` to ranges[0..n), extending the last range when it ends there;
  * returns the new count. */
 static inline unsigned os_ranges_add_page(struct iovec *ranges, unsigned n, uintptr_t page) {

@@ -6,6 +6,7 @@
 #include "os.h"
 #include "region.h"
 #include "mapview.h"
+#include "small.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -19,6 +20,10 @@ static uint64_t poison_word;
 #define QUEUED_EMPTY (1ULL << 63)
 
 #define POISON_WINDOW (1UL << 20)
+
+/* The group of a filler page: a page mapped only to keep a reused span's pages in one
+ * mapping, still in use through an older shadow; guarded at once, no slot handed out. */
+#define FILLER_GROUP 511
 
 void packed_init(void) {
     packed_k = (unsigned)options_int(OPT_OBJECTS_PER_PAGE);
@@ -34,12 +39,87 @@ void packed_init(void) {
     poison_word = w;
 }
 
+/* Reuse spans (canon.h): their pages are mapped again at new shadows once revoked, so
+ * freed memory serves new objects without being punched and zeroed, and memory follows the
+ * pages in use, not whole spans. Needs guard markers (for the fillers) and one group. */
+static bool reuse_wanted(unsigned cls) {
+    return os_guards_usable() && packed_groups(cls) == 1 && !maplimit_degraded();
+}
+
+static bool page_in(const uint64_t *mask, unsigned i) { return mask[i / 64] >> (i % 64) & 1; }
+
+/* Map the reusable pages (mask) of span s at new shadows for c: one mapping from the first
+ * to the last of them, the pages between them that are still in use (through an older
+ * shadow) guarded at once, the reused ones prefaulted. */
+static bool map_reused(struct thread_cache *tc, struct class_cache *c, unsigned cls,
+                       struct span *s, const uint64_t *mask) {
+    unsigned pages = oscar_canon.span_pages, lo = pages, hi = 0;
+    for (unsigned i = 0; i < pages; i++)
+        if (page_in(mask, i)) {
+            lo = lo < i ? lo : i;
+            hi = i;
+        }
+    unsigned n = hi - lo + 1;
+    uint64_t first = canon_span_first_page(s) + lo;
+    size_t len = (size_t)n << OSCAR_PAGE_SHIFT;
+    uintptr_t sh = thread_take_shadow(tc, n);
+    if (!sh)
+        return false;
+    long delta = mapview_delta(sh, sh + len - OSCAR_PAGE, VIEW_SHARED, first);
+    if (canon_map_shadow(sh, len, first, false) != 0)
+        return false;
+    struct iovec iov[OSCAR_MAX_RUN_PAGES / 2 + 1];
+    unsigned ranges = 0;
+    for (unsigned k = 0; k < n; k++)
+        if (!page_in(mask, lo + k))
+            ranges = os_ranges_add_page(iov, ranges, sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT));
+    if (ranges && os_guard_ranges(iov, ranges) != 0) {
+        os_revoke((void *)sh, len); /* the addresses stay unused: never handed out twice */
+        return false;
+    }
+    ranges = 0;
+    for (unsigned k = 0; k < n; k++)
+        if (page_in(mask, lo + k))
+            ranges = os_ranges_add_page(iov, ranges, sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT));
+    os_populate_ranges(iov, ranges); /* if refused, the pages fault in on first touch */
+    maplimit_add(delta);
+    unsigned reused = 0;
+    for (unsigned k = 0; k < n; k++) {
+        uintptr_t p = sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT);
+        bool use = page_in(mask, lo + k);
+        reused += use;
+        region_store(p, use ? entry_small(PK_PACKED, first + k, cls, 0, 0)
+                            : entry_small(PK_PACKED_GUARDED, first + k, cls, FILLER_GROUP, 0));
+    }
+    stats_add(STAT_RUNS_MAPPED, 1);
+    stats_add(STAT_SHADOWS_CREATED, reused);
+    stats_add(STAT_PACKED_PAGES, reused);
+    c->packed_next = sh; /* the first page is a reused one */
+    c->packed_end = sh + len;
+    return true;
+}
+
+/* Reusable pages of class cls offered by a reuse span, mapped for c; false if none. */
+static bool refill_reused(struct thread_cache *tc, struct class_cache *c, unsigned cls) {
+    uint64_t mask[OSCAR_MAX_RUN_PAGES / 64];
+    struct span *s = canon_span_reuse_packed(cls, mask);
+    if (!s)
+        return false;
+    if (map_reused(tc, c, cls, s, mask))
+        return true;
+    canon_span_unreuse_packed(s, mask);
+    return false;
+}
+
 /* A packed span is mapped once per group of slots (packed_groups): group g's shadow pages
  * come after group g-1's, each a mapping of the whole span, and hand out only the slots of
  * group g. With one group (the default) every slot of a canonical page shares one shadow. */
 bool packed_refill(struct thread_cache *tc, unsigned cls) {
     struct class_cache *c = &tc->cls[cls];
-    struct span *s = canon_span_acquire_packed(cls);
+    bool reuse = reuse_wanted(cls);
+    if (reuse && refill_reused(tc, c, cls))
+        return true;
+    struct span *s = canon_span_acquire_packed(cls, reuse);
     if (!s)
         return false;
     unsigned pages = oscar_canon.span_pages, groups = packed_groups(cls);
@@ -52,7 +132,7 @@ bool packed_refill(struct thread_cache *tc, unsigned cls) {
     for (; !err && g < groups; g++) {
         uintptr_t at = sh + g * len;
         delta += mapview_delta(at, at + len - OSCAR_PAGE, VIEW_SHARED, first);
-        err = canon_map_shadow(at, len, first); /* (delta approximate for g > 0: recounts fix it) */
+        err = canon_map_shadow(at, len, first, true); /* (delta approximate for g > 0: recounts fix it) */
     }
     if (err) {
         /* Nothing was handed out: the groups mapped so far go, the span goes back whole.
@@ -84,6 +164,8 @@ uintptr_t packed_take(struct class_cache *c, unsigned cls) {
     uintptr_t next = a + size;
     if (slot + 1 >= end || slot + 1 >= class_slots(cls)) {
         next = page + OSCAR_PAGE; /* the next page starts at the first slot of its group */
+        while (next < c->packed_end && entry_kind(region_load(next)) != PK_PACKED)
+            next += OSCAR_PAGE; /* a filler (map_reused) */
         if (next < c->packed_end)
             next += (uintptr_t)entry_slot(region_load(next)) * k * size;
     }
@@ -132,56 +214,77 @@ static void span_done(struct span *s) {
 /* Packed pages q->page[i..j) (consecutive shadow pages) have no live object: revoke them
  * in one call unless that would cost a mapping we cannot afford (then their span's
  * revocation catches them later), and give back the memory of canonical pages that have
- * no live object left, so a long-lived object pins its own page, not its whole span. */
-static void pages_done(const uintptr_t *page, const uint64_t *entry, uint32_t n) {
+ * no live object left, so a long-lived object pins its own page, not its whole span.
+ * True when they were revoked. */
+static bool pages_done(const uintptr_t *page, const uint64_t *entry, uint32_t n) {
     uintptr_t lo = page[0], hi = page[n - 1];
     long delta = shadow_revoke_delta(lo, hi);
     if (maplimit_defer(delta))
-        return;
+        return false;
     for (uint32_t i = 0; i < n; i++)
         region_store(page[i], entry_with_kind(entry[i] & ~QUEUED_EMPTY, PK_PACKED_FREED));
     if (os_revoke((void *)lo, hi - lo + OSCAR_PAGE) != 0) {
         for (uint32_t i = 0; i < n; i++)
             region_store(page[i], entry[i] & ~QUEUED_EMPTY);
         maplimit_on_enomem();
-        return;
+        return false;
     }
     maplimit_add(delta);
     stats_add(STAT_SHADOWS_REVOKED, n);
     for (uint32_t i = 0; i < n; i++)
         if (entry[i] & QUEUED_EMPTY)
             os_punch_hole(oscar_canon.fd, entry_canon(entry[i]) << OSCAR_PAGE_SHIFT, OSCAR_PAGE);
+    return true;
 }
 
-/* Let go of the span count a finished page held; the span's last one revokes the span. */
-static void release_span_count(uint64_t canon) {
+/* A finished page (entry e) was revoked, or not: offer its canonical page for reuse if
+ * its span is a reuse span and it has no object left, then let go of the span count the
+ * page held; the last count of a span without reuse revokes the span. */
+static void page_finished(uint64_t e, bool revoked, bool idle) {
+    uint64_t canon = entry_canon(e);
     struct span *s = canon_span_of(canon);
-    if (canon_packed_release(s, 1))
+    if (revoked && s->reuse && (e & QUEUED_EMPTY))
+        canon_packed_page_reusable(canon, idle);
+    else if (idle)
+        canon_idle_unreserve();
+    if (canon_packed_release(s, 1) && !s->reuse)
         span_done(s);
 }
 
-/* The queued pages (only those whose canonical page is empty, if only_empty) as ranges. */
-static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, bool only_empty) {
+/* The queued pages (only those whose memory goes back, if only_empty) as ranges. */
+static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, const bool *idle,
+                           bool only_empty) {
     unsigned n = 0;
     for (uint32_t i = 0; i < q->n; i++)
-        if (!only_empty || (q->entry[i] & QUEUED_EMPTY))
+        if (!only_empty || ((q->entry[i] & QUEUED_EMPTY) && !idle[i]))
             n = os_ranges_add_page(iov, n, q->page[i]);
     return n;
 }
 
 /* With guard markers, the whole queue in two system calls whatever its shape: give the
  * pages' memory back (MADV_REMOVE through the shadows punches the canonical file), then
- * guard them (no mapping split). False when the kernel cannot: the caller goes run by run. */
-static bool guard_queue(const struct retire_queue *q) {
+ * guard them (no mapping split). Empty pages of reuse spans keep their memory (idle) while
+ * the idle budget lasts: they are mapped again for new objects. False when the kernel
+ * cannot: the caller goes run by run. */
+static bool guard_queue(const struct retire_queue *q, bool *idle) {
+    for (uint32_t i = 0; i < q->n; i++)
+        idle[i] = false;
     if (!os_guards_usable() || !q->n)
         return false;
+    for (uint32_t i = 0; i < q->n; i++)
+        idle[i] = (q->entry[i] & QUEUED_EMPTY) && canon_span_of(entry_canon(q->entry[i]))->reuse &&
+                  canon_idle_reserve();
     struct iovec all[RETIRE_MAX], empty[RETIRE_MAX];
-    unsigned n_all = add_ranges(all, q, false), n_empty = add_ranges(empty, q, true);
+    unsigned n_all = add_ranges(all, q, idle, false), n_empty = add_ranges(empty, q, idle, true);
     for (uint32_t i = 0; i < q->n; i++)
         region_store(q->page[i], entry_with_kind(q->entry[i] & ~QUEUED_EMPTY, PK_PACKED_GUARDED));
     if ((n_empty && os_remove_ranges(empty, n_empty) != 0) || os_guard_ranges(all, n_all) != 0) {
-        for (uint32_t i = 0; i < q->n; i++)
+        for (uint32_t i = 0; i < q->n; i++) {
             region_store(q->page[i], q->entry[i] & ~QUEUED_EMPTY);
+            if (idle[i])
+                canon_idle_unreserve();
+            idle[i] = false;
+        }
         return false;
     }
     stats_add(STAT_SHADOWS_REVOKED, q->n);
@@ -204,16 +307,18 @@ void packed_flush_retired(struct thread_cache *tc) {
         q->page[j] = p;
         q->entry[j] = e;
     }
-    bool guarded = guard_queue(q);
-    q->n = 0; /* (releasing the span counts below frees nothing: it cannot refill the queue) */
+    bool idle[RETIRE_MAX];
+    bool guarded = guard_queue(q, idle);
+    q->n = 0; /* (finishing the pages below frees nothing: it cannot refill the queue) */
     for (uint32_t i = 0; i < n;) {
         uint32_t j = i + 1;
         while (j < n && q->page[j] == q->page[j - 1] + OSCAR_PAGE)
             j++;
-        if (!guarded)
-            pages_done(q->page + i, q->entry + i, j - i);
+        bool revoked = guarded || pages_done(q->page + i, q->entry + i, j - i);
         for (uint32_t k = i; k < j; k++)
-            release_span_count(entry_canon(q->entry[k]));
+            page_finished(q->entry[k], revoked, idle[k]);
+        if (guarded && canon_span_of(entry_canon(q->entry[i]))->reuse)
+            shadow_retire_run_if_dead(q->page[i], entry_canon(q->entry[i]), true);
         i = j;
     }
 }
@@ -236,20 +341,24 @@ static bool retire_later(uintptr_t page, uint64_t e) {
 
 static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
     uint64_t canon = entry_canon(e);
-    int r = canon_packed_free_slot(canon, slot);
+    unsigned n = class_slots(entry_class(e)), k = packed_group_size(entry_class(e));
+    unsigned lo = slot / k * k, hi = lo + k < n ? lo + k : n;
+    int r = canon_packed_free_slot(canon, slot, lo, hi);
     if (r < 0)
         return false;
-    unsigned k = packed_group_size(entry_class(e)), lo = slot / k * k;
-    unsigned hi = lo + k < class_slots(entry_class(e)) ? lo + k : class_slots(entry_class(e));
-    if (r > 0 || canon_slots_free(canon, lo, hi)) {
+    bool group_done = r & PACKED_GROUP_DONE;
+    if (!group_done && lo / 64 != (hi - 1) / 64 && hi - lo < n)
+        group_done = canon_slots_free(canon, lo, hi); /* (K not dividing 64: may race) */
+    if (group_done) {
         /* Every object of this shadow page is freed. */
         uintptr_t page = a & ~(OSCAR_PAGE - 1);
-        uint64_t queued = r > 0 ? e | QUEUED_EMPTY : e;
+        uint64_t queued = r & PACKED_PAGE_DONE ? e | QUEUED_EMPTY : e;
         if (retire_later(page, queued))
             return true; /* the page keeps this slot's span count until it is revoked */
-        pages_done(&page, &queued, 1);
+        page_finished(queued, pages_done(&page, &queued, 1), false);
+        return true;
     }
-    release_span_count(canon);
+    page_finished(e, false, false);
     return true;
 }
 

@@ -17,7 +17,7 @@ static int map_group(struct thread_cache *tc, struct class_cache *c, unsigned cl
     if (!sh)
         return ENOMEM;
     long delta = mapview_delta(sh, sh + ((uintptr_t)(n - 1) << OSCAR_PAGE_SHIFT), VIEW_SHARED, first);
-    int err = canon_map_shadow(sh, (size_t)n << OSCAR_PAGE_SHIFT, first);
+    int err = canon_map_shadow(sh, (size_t)n << OSCAR_PAGE_SHIFT, first, true);
     if (err)
         return err;
     stats_add(STAT_RUNS_MAPPED, 1);
@@ -49,7 +49,7 @@ static int map_with_fillers(struct thread_cache *tc, struct class_cache *c, unsi
         return ENOMEM;
     size_t len = (size_t)n << OSCAR_PAGE_SHIFT;
     long delta = mapview_delta(sh, sh + len - OSCAR_PAGE, VIEW_SHARED, first);
-    int err = canon_map_shadow(sh, len, first);
+    int err = canon_map_shadow(sh, len, first, true);
     if (err)
         return err;
     struct iovec iov[OSCAR_MAX_RUN_PAGES];
@@ -172,31 +172,29 @@ static void quarantine_object(uintptr_t page) {
         return; /* list full: the object simply stays quarantined */
 }
 
-/* The page next to p in the same kernel mapping (a run of consecutive canonical pages),
- * if it is a guarded shadow; 0 if it is not, or -1 if the run ends there. */
-static int guarded_neighbour(uintptr_t p, uint64_t canon, long step) {
+/* The page next to p in the same kernel mapping (a run of consecutive canonical pages of
+ * the same mode), if it is a guarded shadow; 0 if it is not, or -1 if the run ends there. */
+static int guarded_neighbour(uintptr_t p, uint64_t canon, long step, bool packed) {
     uintptr_t q = p + (uintptr_t)step * OSCAR_PAGE;
     if (!region_contains(q))
         return -1;
     uint64_t f = region_load(q);
     enum page_kind k = entry_kind(f);
-    bool shared = k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED ||
-                  k == PK_PACKED || k == PK_SMALL_GUARDED;
+    enum page_kind guarded = packed ? PK_PACKED_GUARDED : PK_SMALL_GUARDED;
+    bool shared = packed ? k == PK_PACKED || k == PK_PACKED_GUARDED
+                         : k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED ||
+                               k == PK_PACKED || k == PK_SMALL_GUARDED;
     if (!shared || entry_canon(f) != canon + (uint64_t)step)
         return -1;
-    return k == PK_SMALL_GUARDED;
+    return k == guarded;
 }
 
-/* A guarded shadow page was added to the run around page: once the whole run is guarded,
- * replace it by PROT_NONE memory, which merges with the free space around it, so dead runs
- * never pile up as kernel mappings. (Two threads finishing one run at the same moment may
- * both miss it: the run then stays, guarded and harmless.) */
-static void retire_run_if_dead(uintptr_t page, uint64_t canon) {
+void shadow_retire_run_if_dead(uintptr_t page, uint64_t canon, bool packed) {
     uintptr_t lo = page, hi = page;
     uint64_t clo = canon, chi = canon;
     int r;
     for (unsigned n = 0; n < 2 * OSCAR_MAX_RUN_PAGES; n++) {
-        if ((r = guarded_neighbour(lo, clo, -1)) == 0)
+        if ((r = guarded_neighbour(lo, clo, -1, packed)) == 0)
             return;
         if (r < 0)
             break;
@@ -204,7 +202,7 @@ static void retire_run_if_dead(uintptr_t page, uint64_t canon) {
         clo--;
     }
     for (unsigned n = 0; n < 2 * OSCAR_MAX_RUN_PAGES; n++) {
-        if ((r = guarded_neighbour(hi, chi, 1)) == 0)
+        if ((r = guarded_neighbour(hi, chi, 1, packed)) == 0)
             return;
         if (r < 0)
             break;
@@ -214,8 +212,9 @@ static void retire_run_if_dead(uintptr_t page, uint64_t canon) {
     long delta = shadow_revoke_delta(lo, hi);
     if (os_revoke((void *)lo, hi - lo + OSCAR_PAGE) != 0)
         return; /* the run stays guarded */
+    enum page_kind freed = packed ? PK_PACKED_FREED : PK_SMALL_FREED;
     for (uintptr_t p = lo; p <= hi; p += OSCAR_PAGE)
-        region_store(p, entry_with_kind(region_load(p), PK_SMALL_FREED));
+        region_store(p, entry_with_kind(region_load(p), freed));
     maplimit_add(delta);
     stats_add(STAT_RUNS_RETIRED, 1);
 }
@@ -233,7 +232,7 @@ static enum guard_result free_by_guard(uintptr_t page, uint64_t e) {
     }
     stats_add(STAT_SHADOWS_REVOKED, 1);
     canon_release_slot(entry_canon(e), entry_slot(e));
-    retire_run_if_dead(page, entry_canon(e));
+    shadow_retire_run_if_dead(page, entry_canon(e), false);
     return GUARD_DONE;
 }
 

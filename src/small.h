@@ -30,6 +30,12 @@ static inline void *small_alloc(unsigned cls, size_t size) {
 /* Free the live small object at a (entry e, already checked to be its exact start).
  * Returns false if e changed under us (the caller reloads and dispatches again). */
 bool small_free(uintptr_t a, uint64_t e);
+/* A shadow page around `page` (canonical page canon) was guarded: once every page of its
+ * run (one kernel mapping: consecutive canonical pages of strict, or of packed, shadows)
+ * is guarded, replace the run by PROT_NONE memory, which merges with the free space around
+ * it, so dead runs never pile up as kernel mappings. (Two threads finishing one run at the
+ * same moment may both miss it: the run then stays, guarded and harmless.) */
+void shadow_retire_run_if_dead(uintptr_t page, uint64_t canon, bool packed);
 /* Revoke a quarantined shadow if the mapping budget allows; true when done. */
 bool small_revoke_quarantined(uintptr_t page);
 #endif
