@@ -187,6 +187,14 @@ static size_t usable_of(uint64_t e) {
     return large_len(entry_payload(e));
 }
 
+/* Does a small object of class cls keep its address when realloc'd to size? Yes in its
+ * own class, and while it fits and uses more than a quarter of its slot (a realloc that
+ * grew it left room). */
+static bool fits_in_place(size_t size, unsigned cls) {
+    return size <= OSCAR_SMALL_MAX &&
+           (size_class_of(size) == cls || (size <= class_size[cls] && 4 * size > class_size[cls]));
+}
+
 #define MOVE_THRESHOLD (256UL << 10) /* grow large objects by moving pages from here on */
 
 void *alloc_realloc(void *p, size_t size) {
@@ -202,26 +210,27 @@ void *alloc_realloc(void *p, size_t size) {
         return NULL;
     }
     /* Same size class or same pages: keep the address, record the new size. */
-    if (entry_kind(e) == PK_SMALL && size <= OSCAR_SMALL_MAX &&
-        size_class_of(size) == entry_class(e)) {
+    if (entry_kind(e) == PK_SMALL && fits_in_place(size, entry_class(e))) {
         if (atomic_compare_exchange_strong(region_entry(a), &e, entry_with_size(e, size))) {
             account_bytes((int64_t)size - (int64_t)entry_small_size(e));
             return p;
         }
         return alloc_realloc(p, size); /* raced with a free: report it */
     }
-    if (entry_kind(e) == PK_PACKED && size <= OSCAR_SMALL_MAX &&
-        size_class_of(size) == entry_class(e))
+    if (entry_kind(e) == PK_PACKED && fits_in_place(size, entry_class(e)))
         return p; /* packed objects do not record their requested size */
+    size_t cap = entry_kind(e) == PK_LARGE ? large_capacity(a, e) : 0;
+    bool grow = entry_kind(e) == PK_LARGE && size > entry_payload(e); /* a large one */
+    /* Same pages, or growth into the room an earlier growth left: keep the address. */
     if (entry_kind(e) == PK_LARGE && size > OSCAR_SMALL_MAX && size <= LARGE_MAX &&
-        large_len(size) == large_len(entry_payload(e))) {
+        (large_len(size) == large_len(entry_payload(e)) || (grow && large_len(size) <= cap))) {
         if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size))) {
             account_bytes((int64_t)size - (int64_t)entry_payload(e));
             return p;
         }
         return alloc_realloc(p, size);
     }
-    if (entry_kind(e) == PK_LARGE && size > entry_payload(e) && entry_payload(e) >= MOVE_THRESHOLD) {
+    if (grow && entry_payload(e) >= MOVE_THRESHOLD) {
         if (stack_depth)
             stack_note_free(a);
         void *q = large_grow_by_moving(a, e, size);
@@ -232,10 +241,20 @@ void *alloc_realloc(void *p, size_t size) {
             return q;
         }
     }
-    void *q = alloc_malloc(size);
+    /* A growing object moves to at least twice its room, so a buffer grown by small
+     * appends moves O(log n) times, not once per size class or page (each move costs a
+     * new shadow and a revocation). Small objects keep their exact size in reports. */
+    size_t old = usable_of(e);
+    void *q;
+    if (size > old && size <= OSCAR_SMALL_MAX)
+        q = noted(small_alloc(size_class_of(2 * old > size && 2 * old <= OSCAR_SMALL_MAX ? 2 * old : size),
+                              size), size);
+    else if (size > old && size <= LARGE_MAX)
+        q = noted(large_alloc_room(size, large_growth_len(size, cap ? cap : old)), size);
+    else
+        q = alloc_malloc(size);
     if (!q)
         return NULL; /* errno is ENOMEM; p is untouched, as the standard requires */
-    size_t old = usable_of(e);
     memcpy(q, p, old < size ? old : size);
     alloc_free(p, CALL_REALLOC);
     return q;

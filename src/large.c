@@ -9,8 +9,8 @@
 
 #include <errno.h>
 
-static void set_entries(uintptr_t a, size_t size) {
-    size_t pages = large_len(size) >> OSCAR_PAGE_SHIFT;
+static void set_entries(uintptr_t a, size_t size, size_t len) {
+    size_t pages = len >> OSCAR_PAGE_SHIFT;
     for (size_t i = 1; i < pages; i++)
         region_store(a + (i << OSCAR_PAGE_SHIFT), entry_large(PK_LARGE_TAIL, i));
     region_store(a, entry_large(PK_LARGE, size));
@@ -26,14 +26,35 @@ static void count_alloc(void) {
     }
 }
 
-void *large_alloc(size_t size, size_t align) {
+size_t large_capacity(uintptr_t a, uint64_t e) {
+    size_t pages = large_len(entry_payload(e)) >> OSCAR_PAGE_SHIFT;
+    for (uintptr_t p = a + (pages << OSCAR_PAGE_SHIFT); region_contains(p); p += OSCAR_PAGE) {
+        uint64_t f = region_load(p);
+        if (entry_kind(f) != PK_LARGE_TAIL || entry_payload(f) != pages)
+            break;
+        pages++;
+    }
+    return pages << OSCAR_PAGE_SHIFT;
+}
+
+size_t large_growth_len(size_t size, size_t cap) {
+    size_t room = cap < (64UL << 20) ? 2 * cap : cap + (64UL << 20);
+    return room > large_len(size) ? room : large_len(size);
+}
+
+static void *alloc_pages(size_t size, size_t len, size_t align);
+
+void *large_alloc(size_t size, size_t align) { return alloc_pages(size, large_len(size), align); }
+
+void *large_alloc_room(size_t size, size_t len) { return alloc_pages(size, len, OSCAR_PAGE); }
+
+static void *alloc_pages(size_t size, size_t len, size_t align) {
     if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
         oscar_init();
-    if (size > LARGE_MAX || atomic_load(&oscar_init_state) != 2) {
+    if (size > LARGE_MAX || len > LARGE_MAX || atomic_load(&oscar_init_state) != 2) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t len = large_len(size);
     uintptr_t a = region_take(len, align);
     if (!a) {
         errno = ENOMEM;
@@ -49,7 +70,7 @@ void *large_alloc(size_t size, size_t align) {
         errno = ENOMEM;
         return NULL;
     }
-    set_entries(a, size);
+    set_entries(a, size, len);
     maplimit_add(delta);
     stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)len);
     count_alloc();
@@ -80,7 +101,7 @@ static void retire_dead_stretch(uintptr_t a, size_t len) {
         uint64_t e = region_load(hi);
         if (entry_kind(e) != PK_LARGE_GUARDED)
             break;
-        hi += large_len(entry_payload(e));
+        hi += large_capacity(hi, e);
     }
     long delta = shadow_revoke_delta(lo, hi - OSCAR_PAGE);
     if ((delta > 0 && hi - lo < (2UL << 20)) || maplimit_defer(delta))
@@ -91,12 +112,12 @@ static void retire_dead_stretch(uintptr_t a, size_t len) {
     for (uintptr_t p = lo; p < hi;) {
         uint64_t e = region_load(p);
         region_store(p, entry_with_kind(e, PK_LARGE_FREED));
-        p += large_len(entry_payload(e));
+        p += large_capacity(p, e);
     }
 }
 
 bool large_free(uintptr_t a, uint64_t e) {
-    size_t len = large_len(entry_payload(e));
+    size_t len = large_capacity(a, e);
     if (os_guards_usable()) {
         /* Guard markers drop the pages and fault every access, without a new mapping. */
         if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_GUARDED)))
@@ -134,7 +155,7 @@ bool large_free(uintptr_t a, uint64_t e) {
 }
 
 void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size) {
-    size_t old_len = large_len(entry_payload(e)), new_len = large_len(new_size);
+    size_t old_len = large_capacity(a, e), new_len = large_growth_len(new_size, old_len);
     if (new_size > LARGE_MAX || new_len <= old_len)
         return NULL;
     uintptr_t b = region_take(new_len, OSCAR_PAGE);
@@ -149,7 +170,7 @@ void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size) {
         os_move_pages((void *)b, (void *)a, old_len);
         return NULL;
     }
-    set_entries(b, new_size);
+    set_entries(b, new_size, new_len);
     maplimit_add(1);
     stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)new_len);
     /* If another thread freed a at the same moment, its free reports the double free. */

@@ -6,6 +6,15 @@
 #include "oscar_internal.h"
 
 void *large_alloc(size_t size, size_t align);
+/* A large object of size bytes with len bytes of pages (len >= large_len(size)): the room
+ * past its size lets later reallocs grow it in place. */
+void *large_alloc_room(size_t size, size_t len);
+/* Bytes of pages the live or freed large object at a (entry e) holds: large_len of its size
+ * plus any growth room (its tail pages past that). */
+size_t large_capacity(uintptr_t a, uint64_t e);
+/* The pages to give a large object that realloc grows from cap bytes of pages to size:
+ * at least double (at most 64 MiB more), so n appends cost O(log n) moves, not O(n). */
+size_t large_growth_len(size_t size, size_t cap);
 /* Free the live large object at a (entry e). False if e changed under us. */
 bool large_free(uintptr_t a, uint64_t e);
 /* Grow a live large object by moving its pages (no copy). NULL if not possible. */

@@ -50,6 +50,14 @@ def test_uaf_variants(runner, program, kind):
     check_uaf(res, kind)
 
 
+def test_uaf_in_realloc_growth_room(runner):
+    """A growing realloc gives the object room to grow in place (geometric growth); the
+    room is part of the object and is revoked with it."""
+    res = runner.oscar("uaf_realloc_room")
+    assert "in place 1" in res.stdout, "the second realloc should grow into the room\n" + res.describe()
+    check_uaf(res, "READ")
+
+
 def test_uaf_realloc_moved_contents_under_glibc(runner):
     """The program itself is sound up to the bad access: realloc moves and keeps contents."""
     res = runner.glibc("uaf_realloc_moved")
