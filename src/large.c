@@ -4,6 +4,7 @@
 #include "os.h"
 #include "region.h"
 #include "mapview.h"
+#include "packed.h"
 #include "stats.h"
 #include "thread.h"
 
@@ -103,8 +104,12 @@ static void retire_dead_stretch(uintptr_t a, size_t len) {
             break;
         hi += large_capacity(hi, e);
     }
+    /* Worth a call when it saves a mapping, or once the stretch is big: a stretch that
+     * costs a new mapping waits for 2 MiB, one that costs none for 256 KiB (else every
+     * free at the end of a mapping would pay a second system call). */
     long delta = shadow_revoke_delta(lo, hi - OSCAR_PAGE);
-    if ((delta > 0 && hi - lo < (2UL << 20)) || maplimit_defer(delta))
+    if ((delta > 0 && hi - lo < (2UL << 20)) || (delta == 0 && hi - lo < (256UL << 10)) ||
+        maplimit_defer(delta))
         return;
     if (os_revoke((void *)lo, hi - lo) != 0)
         return;
@@ -116,15 +121,30 @@ static void retire_dead_stretch(uintptr_t a, size_t len) {
     }
 }
 
+#define FAST_BATCH_MAX (32UL << 10)
+
+void large_batch_revoked(uintptr_t a, size_t len) {
+    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
+    retire_dead_stretch(a, len);
+}
+
 bool large_free(uintptr_t a, uint64_t e) {
     size_t len = large_capacity(a, e);
     if (os_guards_usable()) {
         /* Guard markers drop the pages and fault every access, without a new mapping. */
         if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_GUARDED)))
             return false;
+        /* Fast mode: up to FAST_BATCH_MAX, poisoned like packed objects (a dangling read
+         * learns nothing) and revoked with the thread's next batch; a second free is
+         * reported at once. Bigger ones are revoked now: poisoning them would cost more
+         * than the call it saves and touch pages the program never used. */
+        if (packed_mode && entry_payload(e) <= FAST_BATCH_MAX) {
+            packed_poison(a, (entry_payload(e) + 7) & ~7UL);
+            if (packed_retire_later(a, entry_with_kind(e, PK_LARGE_GUARDED), len))
+                return true;
+        }
         if (os_guard((void *)a, len) == 0) {
-            stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
-            retire_dead_stretch(a, len);
+            large_batch_revoked(a, len);
             return true;
         }
         region_store(a, e); /* refused: take the mmap path */
@@ -152,6 +172,22 @@ bool large_free(uintptr_t a, uint64_t e) {
     maplimit_add(delta);
     stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
     return true;
+}
+
+void large_revoke_now(uintptr_t a, uint64_t e) {
+    size_t len = large_capacity(a, e);
+    if (os_guard((void *)a, len) == 0) {
+        large_batch_revoked(a, len);
+        return;
+    }
+    long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
+    if (maplimit_defer(delta) || os_revoke((void *)a, len) != 0) {
+        os_drop((void *)a, len); /* never reused; a late access reads zeros, not old data */
+    } else {
+        maplimit_add(delta);
+        region_store(a, entry_with_kind(e, PK_LARGE_FREED));
+    }
+    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
 }
 
 void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size) {

@@ -17,6 +17,10 @@ size_t large_capacity(uintptr_t a, uint64_t e);
 size_t large_growth_len(size_t size, size_t cap);
 /* Free the live large object at a (entry e). False if e changed under us. */
 bool large_free(uintptr_t a, uint64_t e);
+/* Fast mode: the queued large object at a (marked freed by large_free) was revoked with its
+ * batch (len bytes); or, when the batch could not be, revoke it now. */
+void large_batch_revoked(uintptr_t a, size_t len);
+void large_revoke_now(uintptr_t a, uint64_t e);
 /* Grow a live large object by moving its pages (no copy). NULL if not possible. */
 void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size);
 /* Pages of a large object of this size. */

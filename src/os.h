@@ -32,15 +32,18 @@ int os_guard_ranges(const struct iovec *ranges, unsigned n);
 int os_remove_ranges(const struct iovec *ranges, unsigned n);
 /* Fault the shared pages of the ranges in, writable (MADV_POPULATE_WRITE). */
 int os_populate_ranges(const struct iovec *ranges, unsigned n);
-/* Append the page at `page` to ranges[0..n), extending the last range when it ends there;
+/* Append [a, a + len) to ranges[0..n), extending the last range when it ends at a;
  * returns the new count. */
-static inline unsigned os_ranges_add_page(struct iovec *ranges, unsigned n, uintptr_t page) {
-    if (n && (uintptr_t)ranges[n - 1].iov_base + ranges[n - 1].iov_len == page) {
-        ranges[n - 1].iov_len += OSCAR_PAGE;
+static inline unsigned os_ranges_add(struct iovec *ranges, unsigned n, uintptr_t a, size_t len) {
+    if (n && (uintptr_t)ranges[n - 1].iov_base + ranges[n - 1].iov_len == a) {
+        ranges[n - 1].iov_len += len;
         return n;
     }
-    ranges[n] = (struct iovec){(void *)page, OSCAR_PAGE};
+    ranges[n] = (struct iovec){(void *)a, len};
     return n + 1;
+}
+static inline unsigned os_ranges_add_page(struct iovec *ranges, unsigned n, uintptr_t page) {
+    return os_ranges_add(ranges, n, page, OSCAR_PAGE);
 }
 /* False once the kernel refused a guard, or when OSCAR_GUARDS=0 turned them off. */
 bool os_guards_usable(void);

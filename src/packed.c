@@ -1,6 +1,7 @@
 /* packed: see packed.h. */
 #include "packed.h"
 #include "canon.h"
+#include "large.h"
 #include "maplimit.h"
 #include "options.h"
 #include "os.h"
@@ -251,43 +252,58 @@ static void page_finished(uint64_t e, bool revoked, bool idle) {
         span_done(s);
 }
 
-/* The queued pages (only those whose memory goes back, if only_empty) as ranges. */
+static bool is_large(uint64_t e) { return entry_kind(e) == PK_LARGE_GUARDED; }
+
+/* The queued pages and large objects (only the pages whose memory goes back, if only_empty)
+ * as ranges. A large object that a neighbour's free already replaced by PROT_NONE memory
+ * (large.c) is left out and marked so in skip. */
 static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, const bool *idle,
-                           bool only_empty) {
+                           bool only_empty, bool *skip) {
     unsigned n = 0;
-    for (uint32_t i = 0; i < q->n; i++)
-        if (!only_empty || ((q->entry[i] & QUEUED_EMPTY) && !idle[i]))
+    for (uint32_t i = 0; i < q->n; i++) {
+        uint64_t e = q->entry[i];
+        if (is_large(e)) {
+            skip[i] = entry_kind(region_load(q->page[i])) != PK_LARGE_GUARDED;
+            if (!only_empty && !skip[i])
+                n = os_ranges_add(iov, n, q->page[i], large_capacity(q->page[i], e));
+        } else if (!only_empty || ((e & QUEUED_EMPTY) && !idle[i])) {
             n = os_ranges_add_page(iov, n, q->page[i]);
+        }
+    }
     return n;
 }
 
 /* With guard markers, the whole queue in two system calls whatever its shape: give the
  * pages' memory back (MADV_REMOVE through the shadows punches the canonical file), then
- * guard them (no mapping split). Empty pages of reuse spans keep their memory (idle) while
- * the idle budget lasts: they are mapped again for new objects. False when the kernel
- * cannot: the caller goes run by run. */
-static bool guard_queue(const struct retire_queue *q, bool *idle) {
+ * guard them and the large objects (no mapping split; a guard frees private memory too).
+ * Empty pages of reuse spans keep their memory (idle) while the idle budget lasts: they
+ * are mapped again for new objects. False when the kernel cannot: the caller goes one
+ * stretch at a time. */
+static bool guard_queue(const struct retire_queue *q, bool *idle, bool *skip) {
     for (uint32_t i = 0; i < q->n; i++)
-        idle[i] = false;
+        idle[i] = skip[i] = false;
     if (!os_guards_usable() || !q->n)
         return false;
     for (uint32_t i = 0; i < q->n; i++)
-        idle[i] = (q->entry[i] & QUEUED_EMPTY) && canon_span_of(entry_canon(q->entry[i]))->reuse &&
-                  canon_idle_reserve();
+        idle[i] = !is_large(q->entry[i]) && (q->entry[i] & QUEUED_EMPTY) &&
+                  canon_span_of(entry_canon(q->entry[i]))->reuse && canon_idle_reserve();
     struct iovec all[RETIRE_MAX], empty[RETIRE_MAX];
-    unsigned n_all = add_ranges(all, q, idle, false), n_empty = add_ranges(empty, q, idle, true);
+    unsigned n_all = add_ranges(all, q, idle, false, skip);
+    unsigned n_empty = add_ranges(empty, q, idle, true, skip);
     for (uint32_t i = 0; i < q->n; i++)
-        region_store(q->page[i], entry_with_kind(q->entry[i] & ~QUEUED_EMPTY, PK_PACKED_GUARDED));
-    if ((n_empty && os_remove_ranges(empty, n_empty) != 0) || os_guard_ranges(all, n_all) != 0) {
+        if (!is_large(q->entry[i]))
+            region_store(q->page[i], entry_with_kind(q->entry[i] & ~QUEUED_EMPTY, PK_PACKED_GUARDED));
+    if ((n_empty && os_remove_ranges(empty, n_empty) != 0) ||
+        (n_all && os_guard_ranges(all, n_all) != 0)) {
         for (uint32_t i = 0; i < q->n; i++) {
-            region_store(q->page[i], q->entry[i] & ~QUEUED_EMPTY);
+            if (!is_large(q->entry[i]))
+                region_store(q->page[i], q->entry[i] & ~QUEUED_EMPTY);
             if (idle[i])
                 canon_idle_unreserve();
             idle[i] = false;
         }
         return false;
     }
-    stats_add(STAT_SHADOWS_REVOKED, q->n);
     return true;
 }
 
@@ -307,13 +323,24 @@ void packed_flush_retired(struct thread_cache *tc) {
         q->page[j] = p;
         q->entry[j] = e;
     }
-    bool idle[RETIRE_MAX];
-    bool guarded = guard_queue(q, idle);
-    q->n = 0; /* (finishing the pages below frees nothing: it cannot refill the queue) */
+    bool idle[RETIRE_MAX], skip[RETIRE_MAX];
+    bool guarded = guard_queue(q, idle, skip);
+    q->n = 0; /* (finishing the entries below frees nothing: it cannot refill the queue) */
+    q->large_bytes = 0;
     for (uint32_t i = 0; i < n;) {
+        if (is_large(q->entry[i])) {
+            if (guarded && !skip[i])
+                large_batch_revoked(q->page[i], large_capacity(q->page[i], q->entry[i]));
+            else if (!guarded && entry_kind(region_load(q->page[i])) == PK_LARGE_GUARDED)
+                large_revoke_now(q->page[i], q->entry[i]);
+            i++;
+            continue;
+        }
         uint32_t j = i + 1;
-        while (j < n && q->page[j] == q->page[j - 1] + OSCAR_PAGE)
+        while (j < n && !is_large(q->entry[j]) && q->page[j] == q->page[j - 1] + OSCAR_PAGE)
             j++;
+        if (guarded)
+            stats_add(STAT_SHADOWS_REVOKED, j - i);
         bool revoked = guarded || pages_done(q->page + i, q->entry + i, j - i);
         for (uint32_t k = i; k < j; k++)
             page_finished(q->entry[k], revoked, idle[k]);
@@ -323,9 +350,10 @@ void packed_flush_retired(struct thread_cache *tc) {
     }
 }
 
-/* Queue a finished page on the calling thread's retire queue; false when the thread has no
- * live cache (it is exiting): the caller revokes at once. */
-static bool retire_later(uintptr_t page, uint64_t e) {
+/* Queue a finished page (or a freed large object of `bytes`) on the calling thread's
+ * retire queue; false when the thread has no live cache (it is exiting): the caller
+ * revokes at once. */
+bool packed_retire_later(uintptr_t page, uint64_t e, size_t bytes) {
     struct thread_cache *tc = oscar_tc;
     if (tc->state == TS_EMPTY) /* a thread that only frees still gets a queue */
         tc = thread_attach();
@@ -336,6 +364,8 @@ static bool retire_later(uintptr_t page, uint64_t e) {
     tc->retire.page[tc->retire.n] = page;
     tc->retire.entry[tc->retire.n] = e;
     tc->retire.n++;
+    if (is_large(e) && (tc->retire.large_bytes += bytes) >= RETIRE_LARGE_BYTES)
+        packed_flush_retired(tc); /* freed large objects hold memory until revoked */
     return true;
 }
 
@@ -353,13 +383,21 @@ static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
         /* Every object of this shadow page is freed. */
         uintptr_t page = a & ~(OSCAR_PAGE - 1);
         uint64_t queued = r & PACKED_PAGE_DONE ? e | QUEUED_EMPTY : e;
-        if (retire_later(page, queued))
+        if (packed_retire_later(page, queued, OSCAR_PAGE))
             return true; /* the page keeps this slot's span count until it is revoked */
         page_finished(queued, pages_done(&page, &queued, 1), false);
         return true;
     }
     page_finished(e, false, false);
     return true;
+}
+
+void packed_poison(uintptr_t a, size_t bytes) {
+    if (!poison_word)
+        return;
+    uint64_t *w = (uint64_t *)a;
+    for (size_t i = 0; i < bytes / 8; i++)
+        w[i] = poison_word;
 }
 
 bool packed_free(uintptr_t a, uint64_t e) {
@@ -369,10 +407,6 @@ bool packed_free(uintptr_t a, uint64_t e) {
     /* The slot stays readable until its whole page is freed: overwrite what the program
      * left there (secrets, function and vtable pointers) with pointers into the poison
      * window, so a dangling read learns nothing and a followed pointer faults. */
-    if (poison_word) {
-        uint64_t *w = (uint64_t *)a;
-        for (unsigned i = 0; i < class_size[entry_class(e)] / 8; i++)
-            w[i] = poison_word;
-    }
+    packed_poison(a, class_size[entry_class(e)]);
     return release_slot(a, e, (unsigned)slot);
 }

@@ -33,6 +33,12 @@ bool packed_refill(struct thread_cache *tc, unsigned cls);
 uintptr_t packed_take(struct class_cache *c, unsigned cls);
 /* Is a (page entry e) the start of a slot of its packed page, and is that slot live? */
 bool packed_is_live(uintptr_t a, uint64_t e);
+/* Overwrite bytes (a multiple of 8) at a with pointers into the poison window: what a
+ * dangling pointer reads from freed memory that is not revoked yet. */
+void packed_poison(uintptr_t a, size_t bytes);
+/* Fast mode: queue a freed large object (entry e, already marked PK_LARGE_GUARDED, bytes
+ * long) to be revoked with the thread's next batch; false: the caller revokes it now. */
+bool packed_retire_later(uintptr_t a, uint64_t e, size_t bytes);
 /* Revoke the pages waiting on tc's retire queue (when it fills, and when the thread exits). */
 void packed_flush_retired(struct thread_cache *tc);
 /* Free the live packed object at a; false if it was freed meanwhile (caller re-checks). */

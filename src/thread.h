@@ -21,11 +21,15 @@ struct class_cache {
     uintptr_t packed_next, packed_end; /* objects of a packed span not yet handed out */
 };
 
-/* Packed shadow pages whose objects are all freed, waiting to be revoked together
- * (packed.c): each holds one count of its span, so the span outlives the queue entry. */
+/* Fast mode (packed.c): packed shadow pages whose objects are all freed, and freed large
+ * objects, waiting to be revoked together. A packed page holds one count of its span, so
+ * the span outlives the queue entry. At most RETIRE_MAX entries and RETIRE_LARGE_BYTES of
+ * large objects wait. */
 #define RETIRE_MAX 64
+#define RETIRE_LARGE_BYTES (8UL << 20)
 struct retire_queue {
     uint32_t n;
+    size_t large_bytes;
     uintptr_t page[RETIRE_MAX];
     uint64_t entry[RETIRE_MAX];
 };

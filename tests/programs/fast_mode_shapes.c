@@ -3,7 +3,10 @@
  *           not handed out again, and calling a function pointer read from it faults;
  *   page:   once every object on a shadow page is freed and the thread's retire queue (64
  *           pages) has been flushed, any access to one of them faults;
- *   double: a double free is reported. */
+ *   double: a double free is reported;
+ *   large:  a freed large object (20000 B) is poisoned at once (its secret is gone) and
+ *           faults once the retire queue has been flushed (64 more frees);
+ *   large-double: freeing such an object twice is reported at once. */
 #include "common.h"
 
 #include <string.h>
@@ -65,6 +68,32 @@ static int shape_double(void) {
     return 0;
 }
 
+static int shape_large(void) {
+    char *big = malloc(20000);
+    strcpy(big + 100, "hunter2-password");
+    print_ptr("ptr", big);
+    printf("size 20000\n");
+    free(big);
+    volatile char *dangling = big + 100;
+    printf("secret %s\n", memcmp((const char *)dangling, "hunter2", 7) == 0 ? "LEAKED" : "gone");
+    for (int i = 0; i < 64; i++)
+        free(malloc(5000));
+    volatile char *q = big + 100;
+    print_ptr("access", (const void *)q);
+    char v = *q;
+    printf("NOT REACHED %d\n", v);
+    return 0;
+}
+
+static int shape_large_double(void) {
+    char *big = malloc(20000), *other = malloc(20000);
+    print_ptr("ptr", big);
+    free(big);
+    free(big);
+    printf("NOT REACHED %p\n", (void *)other);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     test_init();
     const char *shape = argc > 1 ? argv[1] : "";
@@ -74,6 +103,10 @@ int main(int argc, char **argv) {
         return shape_page();
     if (!strcmp(shape, "double"))
         return shape_double();
-    fprintf(stderr, "usage: fast_mode_shapes poison|page|double\n");
+    if (!strcmp(shape, "large"))
+        return shape_large();
+    if (!strcmp(shape, "large-double"))
+        return shape_large_double();
+    fprintf(stderr, "usage: fast_mode_shapes poison|page|double|large|large-double\n");
     return 2;
 }
