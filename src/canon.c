@@ -42,6 +42,8 @@ int canon_init(void) {
     if (err)
         return err;
     oscar_canon.span_pages = (unsigned)options_int(OPT_RUN_PAGES);
+    if (oscar_canon.span_pages > 1 && !(oscar_canon.span_pages & (oscar_canon.span_pages - 1)))
+        oscar_canon.span_shift = (unsigned)__builtin_ctz(oscar_canon.span_pages);
     idle_max_pages = (int64_t)options_int(OPT_KEEP_FREED_MIB) << (20 - OSCAR_PAGE_SHIFT);
     /* The memfd is sparse: its size costs nothing until pages are touched. */
     uint64_t bytes = 1ULL << 40;
@@ -221,7 +223,6 @@ struct span *canon_span_reuse_packed(unsigned cls, uint64_t *mask) {
         for (unsigned i = 0; i < oscar_canon.span_pages; i++)
             if (mask[i / 64] >> (i % 64) & 1)
                 claim_page(first + i);
-        atomic_fetch_add(&s->claimed, (uint32_t)taken * class_slots(cls));
         return s;
     }
 }
@@ -233,7 +234,6 @@ void canon_span_unreuse_packed(struct span *s, const uint64_t *mask) {
         if (!(mask[i / 64] >> (i % 64) & 1))
             continue;
         free_page(first + i, n);
-        atomic_fetch_sub(&s->claimed, n);
         canon_packed_page_reusable(first + i, false);
     }
 }

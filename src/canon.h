@@ -18,7 +18,7 @@ enum span_state {
 };
 
 struct span {
-    _Atomic uint32_t claimed; /* slots handed out and not yet released */
+    _Atomic uint32_t claimed; /* slots handed out and not yet released (not kept for reuse spans) */
     _Atomic uint8_t state;
     uint8_t cls;
     bool reuse;               /* SPAN_PACKED: its pages are reused page by page (packed.c) */
@@ -35,6 +35,7 @@ struct span {
 struct canon {
     int fd;
     unsigned span_pages; /* RUN_PAGES */
+    unsigned span_shift; /* log2(span_pages) when it is a power of two (> 1), else 0 */
     uint64_t max_pages;  /* size of the memfd in pages */
     struct span *spans;  /* indexed by span number */
     _Atomic uint64_t (*bits)[4]; /* free-slot bitmap per canonical page (256 slots max) */
@@ -48,7 +49,8 @@ static inline uint64_t canon_span_first_page(const struct span *s) {
     return (uint64_t)(s - oscar_canon.spans) * oscar_canon.span_pages;
 }
 static inline struct span *canon_span_of(uint64_t page) {
-    return &oscar_canon.spans[page / oscar_canon.span_pages];
+    unsigned shift = oscar_canon.span_shift; /* no division on the free path */
+    return &oscar_canon.spans[shift ? page >> shift : page / oscar_canon.span_pages];
 }
 /* A span of class cls with free slots, now ACTIVE for the caller; NULL when the canonical
  * heap is exhausted. */

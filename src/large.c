@@ -131,18 +131,19 @@ void large_batch_revoked(uintptr_t a, size_t len) {
 bool large_free(uintptr_t a, uint64_t e) {
     size_t len = large_capacity(a, e);
     if (os_guards_usable()) {
-        /* Guard markers drop the pages and fault every access, without a new mapping. */
-        if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_GUARDED)))
-            return false;
         /* Fast mode: up to FAST_BATCH_MAX, poisoned like packed objects (a dangling read
          * learns nothing) and revoked with the thread's next batch; a second free is
          * reported at once. Bigger ones are revoked now: poisoning them would cost more
-         * than the call it saves and touch pages the program never used. */
-        if (packed_mode && entry_payload(e) <= FAST_BATCH_MAX) {
+         * than the call it saves and touch pages the program never used. Poisoned while
+         * still live: once marked freed, another thread's free may revoke it any time. */
+        bool batch = packed_mode && entry_payload(e) <= FAST_BATCH_MAX;
+        if (batch)
             packed_poison(a, (entry_payload(e) + 7) & ~7UL);
-            if (packed_retire_later(a, entry_with_kind(e, PK_LARGE_GUARDED), len))
-                return true;
-        }
+        /* Guard markers drop the pages and fault every access, without a new mapping. */
+        if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_GUARDED)))
+            return false;
+        if (batch && packed_retire_later(a, entry_with_kind(e, PK_LARGE_GUARDED), len))
+            return true;
         if (os_guard((void *)a, len) == 0) {
             large_batch_revoked(a, len);
             return true;

@@ -39,9 +39,9 @@ struct object_info object_describe(uintptr_t addr) {
     case PK_PACKED_FREED:
     case PK_PACKED_GUARDED: {
         unsigned size = class_size[entry_class(e)];
-        uintptr_t slot = (addr - page) / size;
+        uintptr_t slot = class_slot_at(addr - page, entry_class(e));
         if (slot >= class_slots(entry_class(e)) ||
-            slot / packed_group_size(entry_class(e)) != entry_slot(e))
+            packed_group_of((unsigned)slot, entry_class(e)) != entry_slot(e))
             return o; /* the page's tail, or a slot handed out through another shadow */
         o.start = page + slot * size;
         o.size = size; /* packed objects do not record their requested size */

@@ -161,7 +161,7 @@ bool packed_refill(struct thread_cache *tc, unsigned cls) {
 uintptr_t packed_take(struct class_cache *c, unsigned cls) {
     uintptr_t a = c->packed_next, page = a & ~(OSCAR_PAGE - 1);
     unsigned size = class_size[cls], k = packed_group_size(cls);
-    unsigned slot = (unsigned)((a - page) / size), end = (slot / k + 1) * k;
+    unsigned slot = class_slot_at(a - page, cls), end = (packed_group_of(slot, cls) + 1) * k;
     uintptr_t next = a + size;
     if (slot + 1 >= end || slot + 1 >= class_slots(cls)) {
         next = page + OSCAR_PAGE; /* the next page starts at the first slot of its group */
@@ -178,12 +178,13 @@ uintptr_t packed_take(struct class_cache *c, unsigned cls) {
 
 /* The slot a starts, or -1 when a is not the start of one. */
 static int slot_of(uintptr_t a, uint64_t e) {
-    unsigned cls = entry_class(e), size = class_size[cls];
+    unsigned cls = entry_class(e);
     uintptr_t off = a & (OSCAR_PAGE - 1);
-    if (off % size || off / size >= class_slots(cls) ||
-        off / size / packed_group_size(cls) != entry_slot(e))
+    unsigned slot = class_slot_at(off, cls);
+    if (slot * class_size[cls] != off || slot >= class_slots(cls) ||
+        packed_group_of(slot, cls) != entry_slot(e))
         return -1; /* not a slot, or a slot of another group's shadow */
-    return (int)(off / size);
+    return (int)slot;
 }
 
 bool packed_is_live(uintptr_t a, uint64_t e) {
@@ -248,8 +249,8 @@ static void page_finished(uint64_t e, bool revoked, bool idle) {
         canon_packed_page_reusable(canon, idle);
     else if (idle)
         canon_idle_unreserve();
-    if (canon_packed_release(s, 1) && !s->reuse)
-        span_done(s);
+    if (!s->reuse && canon_packed_release(s, 1))
+        span_done(s); /* (reuse spans keep no count: their pages come back one by one) */
 }
 
 static bool is_large(uint64_t e) { return entry_kind(e) == PK_LARGE_GUARDED; }
@@ -372,7 +373,7 @@ bool packed_retire_later(uintptr_t page, uint64_t e, size_t bytes) {
 static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
     uint64_t canon = entry_canon(e);
     unsigned n = class_slots(entry_class(e)), k = packed_group_size(entry_class(e));
-    unsigned lo = slot / k * k, hi = lo + k < n ? lo + k : n;
+    unsigned lo = packed_group_of(slot, entry_class(e)) * k, hi = lo + k < n ? lo + k : n;
     int r = canon_packed_free_slot(canon, slot, lo, hi);
     if (r < 0)
         return false;

@@ -21,6 +21,10 @@ extern unsigned packed_k;
 static inline unsigned packed_group_size(unsigned cls) {
     return packed_k && packed_k < class_slots(cls) ? packed_k : class_slots(cls);
 }
+/* The group of slot `slot` (0 with the default of one group: no division on the free path). */
+static inline unsigned packed_group_of(unsigned slot, unsigned cls) {
+    return packed_k && packed_k < class_slots(cls) ? slot / packed_k : 0;
+}
 /* Shadow mappings of each packed span of class cls: one per group of slots. */
 static inline unsigned packed_groups(unsigned cls) {
     return (class_slots(cls) + packed_group_size(cls) - 1) / packed_group_size(cls);
