@@ -148,7 +148,11 @@ bool large_free(uintptr_t a, uint64_t e) {
             large_batch_revoked(a, len);
             return true;
         }
-        region_store(a, e); /* refused: take the mmap path */
+        /* Refused: take the mmap path, unless another thread's free revoked it meanwhile
+         * (a dead stretch around it). */
+        uint64_t marked = entry_with_kind(e, PK_LARGE_GUARDED);
+        if (!atomic_compare_exchange_strong(region_entry(a), &marked, e))
+            return true;
     }
     long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
     if (maplimit_degraded()) {
