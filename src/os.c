@@ -147,6 +147,11 @@ int os_map_private(void *addr, size_t len) {
     return p ? 0 : err;
 }
 
+int os_advise_huge(void *addr, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_HUGEPAGE, 0, 0, 0));
+}
+
 int os_move_pages(void *from, void *to, size_t len) {
     stats_count_syscall(STAT_SYSCALLS_MREMAP);
     long r = sys6(SYS_mremap, (long)from, (long)len, (long)len,

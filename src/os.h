@@ -52,6 +52,8 @@ void os_guards_disable(void);
 int os_drop(void *addr, size_t len);
 /* Replace [addr, addr+len) inside our reservation with fresh private read-write pages. */
 int os_map_private(void *addr, size_t len);
+/* Ask for transparent huge pages on [addr, addr + len) (MADV_HUGEPAGE). */
+int os_advise_huge(void *addr, size_t len);
 /* Move the pages of [from, from+len) to [to, to+len) without copying, leaving `from`
  * mapped (then revoked by the caller) so no hole ever opens in our region. */
 int os_move_pages(void *from, void *to, size_t len);
