@@ -280,7 +280,7 @@ static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, cons
  * Empty pages of reuse spans keep their memory (idle) while the idle budget lasts: they
  * are mapped again for new objects. False when the kernel cannot: the caller goes one
  * stretch at a time. */
-static bool guard_queue(const struct retire_queue *q, bool *idle, bool *skip) {
+static bool guard_queue(struct retire_queue *q, bool *idle, bool *skip) {
     for (uint32_t i = 0; i < q->n; i++)
         idle[i] = skip[i] = false;
     if (!os_guards_usable() || !q->n)
@@ -288,7 +288,7 @@ static bool guard_queue(const struct retire_queue *q, bool *idle, bool *skip) {
     for (uint32_t i = 0; i < q->n; i++)
         idle[i] = !is_large(q->entry[i]) && (q->entry[i] & QUEUED_EMPTY) &&
                   canon_span_of(entry_canon(q->entry[i]))->reuse && canon_idle_reserve();
-    struct iovec all[RETIRE_MAX], empty[RETIRE_MAX];
+    struct iovec *all = q->all, *empty = q->empty;
     unsigned n_all = add_ranges(all, q, idle, false, skip);
     unsigned n_empty = add_ranges(empty, q, idle, true, skip);
     for (uint32_t i = 0; i < q->n; i++)

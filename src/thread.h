@@ -12,6 +12,8 @@
 #include "oscar_internal.h"
 #include "size_class.h"
 
+#include <sys/uio.h>
+
 enum thread_state { TS_EMPTY, TS_LIVE, TS_DEAD, TS_FALLBACK };
 
 struct class_cache {
@@ -25,11 +27,12 @@ struct class_cache {
  * objects, waiting to be revoked together. A packed page holds one count of its span, so
  * the span outlives the queue entry. At most RETIRE_MAX entries and RETIRE_LARGE_BYTES of
  * large objects wait. */
-#define RETIRE_MAX 64
+#define RETIRE_MAX 256
 #define RETIRE_LARGE_BYTES (8UL << 20)
 struct retire_queue {
     uint32_t n;
     size_t large_bytes;
+    struct iovec all[RETIRE_MAX], empty[RETIRE_MAX]; /* the flush's ranges (not on the stack) */
     uintptr_t page[RETIRE_MAX];
     uint64_t entry[RETIRE_MAX];
 };

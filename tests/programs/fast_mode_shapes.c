@@ -1,15 +1,18 @@
 /* What OSCAR_MODE=fast (objects share shadow pages) guarantees, one shape per argument:
  *   poison: a freed object's bytes are gone (a secret is not readable back), its address is
  *           not handed out again, and calling a function pointer read from it faults;
- *   page:   once every object on a shadow page is freed and the thread's retire queue (64
+ *   page:   once every object on a shadow page is freed and the thread's retire queue (256
  *           pages) has been flushed, any access to one of them faults;
  *   double: a double free is reported;
  *   large:  a freed large object (20000 B) is poisoned at once (its secret is gone) and
- *           faults once the retire queue has been flushed (64 more frees);
+ *           faults once the retire queue has been flushed (QUEUE more frees);
  *   large-double: freeing such an object twice is reported at once. */
 #include "common.h"
 
 #include <string.h>
+
+/* Entries of a thread's retire queue (RETIRE_MAX in src/thread.h). */
+#define QUEUE 256
 
 struct session {
     void (*on_close)(void);
@@ -45,11 +48,11 @@ static int shape_page(void) {
         p[i] = malloc(SIZE);
     for (int i = 0; i < N; i++)
         free(p[i]);
-    /* 64 more emptied pages fill the retire queue, which revokes them all, p's too. */
-    static char *more[64 * N];
-    for (int i = 0; i < 64 * N; i++)
+    /* QUEUE more emptied pages fill the retire queue, which revokes them all, p's too. */
+    static char *more[QUEUE * N];
+    for (int i = 0; i < QUEUE * N; i++)
         more[i] = malloc(SIZE);
-    for (int i = 0; i < 64 * N; i++)
+    for (int i = 0; i < QUEUE * N; i++)
         free(more[i]);
     print_ptr("ptr", p[3]);
     volatile char *q = p[3] + 5;
@@ -76,7 +79,7 @@ static int shape_large(void) {
     free(big);
     volatile char *dangling = big + 100;
     printf("secret %s\n", memcmp((const char *)dangling, "hunter2", 7) == 0 ? "LEAKED" : "gone");
-    for (int i = 0; i < 64; i++)
+    for (int i = 0; i < QUEUE; i++)
         free(malloc(5000));
     volatile char *q = big + 100;
     print_ptr("access", (const void *)q);
