@@ -57,6 +57,8 @@ ABLATION = [
     Allocator("oscar-run64", OSCAR, {"OSCAR_RUN_PAGES": "64"}, note="the default"),
     Allocator("oscar-run256", OSCAR, {"OSCAR_RUN_PAGES": "256"}),
     Allocator("oscar-fast", OSCAR, {"OSCAR_MODE": "fast"}, note="several objects per shadow page"),
+    Allocator("oscar-fast-keep0", OSCAR, {"OSCAR_MODE": "fast", "OSCAR_KEEP_FREED_MIB": "0"},
+              note="fast mode, every freed page's memory given back (reused pages zeroed again)"),
 ] + [
     # Fast mode with K = OSCAR_OBJECTS_PER_PAGE objects per shadow page (the dissertation's
     # Figure 4.6 on our design): `--allocators glibc,oscar-fast-k1,...` and bench/kcurve.py.
