@@ -54,8 +54,8 @@ def parse_args(argv):
     p.add_argument("--build-dir", help="Oscar build directory (default $OSCAR_BUILD_DIR or <repo>/build)")
     p.add_argument("--timeout", type=float, help="seconds before a run is killed (default 20, smoke 60)")
     p.add_argument("--cell-budget", type=float, default=20.0,
-                   help="stop repeating a cell once its runs took this many seconds (default 20; "
-                        "it still gets at least one run)")
+                   help="stop repeating a cell once one more run would take its runs past this "
+                        "many seconds (default 20; it still gets at least one run)")
     p.add_argument("--budget", type=float, default=27.0,
                    help="minutes for the whole suite (default 27; 0: none): after the third "
                         "round, a round that would not finish in time is not started, and the "
@@ -275,7 +275,9 @@ def main(argv=None):
                 log("[%d/%d] %-9s %-16s %-14s %8.3f s %9.1f MiB%s"
                     % (rnd + 1, runs, w.name, a.name, r.status, r.seconds, r.peak_bytes / 2**20,
                        " %10.0f req/s" % r.throughput if r.throughput is not None else ""))
-                if r.status != "ok" or sum(x.seconds for x in results[cell]) > args.cell_budget:
+                # A cell stops when a run failed, or when one more run as long as this one
+                # would take its runs past the cell budget.
+                if r.status != "ok" or sum(x.seconds for x in results[cell]) + r.seconds > args.cell_budget:
                     stopped.add(cell)
         round_s = time.monotonic() - round_started
         done_rounds = rnd + 1

@@ -133,7 +133,10 @@ bool packed_refill(struct thread_cache *tc, unsigned cls) {
     for (; !err && g < groups; g++) {
         uintptr_t at = sh + g * len;
         delta += mapview_delta(at, at + len - OSCAR_PAGE, VIEW_SHARED, first);
-        err = canon_map_shadow(at, len, first, true); /* (delta approximate for g > 0: recounts fix it) */
+        /* A class's first span is not prefaulted: a program that uses the class lightly
+         * touches (and pays memory for) only the pages it uses; later spans of a class in
+         * use are prefaulted in one call. (delta approximate for g > 0: recounts fix it) */
+        err = canon_map_shadow(at, len, first, c->mapped > 0);
     }
     if (err) {
         /* Nothing was handed out: the groups mapped so far go, the span goes back whole.
@@ -145,6 +148,7 @@ bool packed_refill(struct thread_cache *tc, unsigned cls) {
         return false;
     }
     s->packed_shadow = sh;
+    c->mapped++;
     for (g = 0; g < groups; g++)
         for (unsigned i = 0; i < pages; i++)
             region_store(sh + g * len + ((uintptr_t)i << OSCAR_PAGE_SHIFT),

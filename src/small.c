@@ -17,7 +17,9 @@ static int map_group(struct thread_cache *tc, struct class_cache *c, unsigned cl
     if (!sh)
         return ENOMEM;
     long delta = mapview_delta(sh, sh + ((uintptr_t)(n - 1) << OSCAR_PAGE_SHIFT), VIEW_SHARED, first);
-    int err = canon_map_shadow(sh, (size_t)n << OSCAR_PAGE_SHIFT, first, true);
+    /* A class's first run is not prefaulted (a lightly used class touches only the pages
+     * of the objects it gets); later runs are, in one call. */
+    int err = canon_map_shadow(sh, (size_t)n << OSCAR_PAGE_SHIFT, first, c->mapped++ > 0);
     if (err)
         return err;
     stats_add(STAT_RUNS_MAPPED, 1);
@@ -49,7 +51,7 @@ static int map_with_fillers(struct thread_cache *tc, struct class_cache *c, unsi
         return ENOMEM;
     size_t len = (size_t)n << OSCAR_PAGE_SHIFT;
     long delta = mapview_delta(sh, sh + len - OSCAR_PAGE, VIEW_SHARED, first);
-    int err = canon_map_shadow(sh, len, first, true);
+    int err = canon_map_shadow(sh, len, first, c->mapped++ > 0); /* (as in map_group) */
     if (err)
         return err;
     struct iovec iov[OSCAR_MAX_RUN_PAGES];

@@ -21,6 +21,7 @@ struct class_cache {
     struct span *active; /* span this thread claims slots from, or NULL */
     uintptr_t *objs;    /* RUN_PAGES entries */
     uintptr_t packed_next, packed_end; /* objects of a packed span not yet handed out */
+    uint32_t mapped; /* runs and fresh packed spans this cache has mapped for the class */
 };
 
 /* Fast mode (packed.c): packed shadow pages whose objects are all freed, and freed large
