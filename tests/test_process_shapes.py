@@ -16,7 +16,7 @@ SAME_AS_GLIBC = [
     "fork_daemon",              # setsid + double fork, the daemon keeps using its heap
     "spawn_shapes",             # posix_spawn(p), system, popen r/w, vfork+exec, vfork+_exit
     "threads_exit_handoff",     # objects outlive their thread, are used and freed by others
-    "threads_10000",            # 10,000 threads: RSS and mappings stop growing after 1,000
+    "threads_10000",            # 10,000 threads: RSS and mappings stop growing after 4,000
     "fork_with_threads_heavy",  # 200 forks while 4 threads allocate; within a time budget
 ]
 
