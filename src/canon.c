@@ -221,7 +221,7 @@ struct span *canon_span_reuse_packed(unsigned cls, uint64_t *mask) {
             continue; /* raced with another taker */
         uint64_t first = canon_span_first_page(s);
         for (unsigned i = 0; i < oscar_canon.span_pages; i++)
-            if (mask[i / 64] >> (i % 64) & 1)
+            if (canon_mask_has(mask, i))
                 claim_page(first + i);
         return s;
     }
@@ -231,7 +231,7 @@ void canon_span_unreuse_packed(struct span *s, const uint64_t *mask) {
     uint64_t first = canon_span_first_page(s);
     unsigned n = class_slots(s->cls);
     for (unsigned i = 0; i < oscar_canon.span_pages; i++) {
-        if (!(mask[i / 64] >> (i % 64) & 1))
+        if (!canon_mask_has(mask, i))
             continue;
         free_page(first + i, n);
         canon_packed_page_reusable(first + i, false);

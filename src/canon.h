@@ -75,6 +75,10 @@ void canon_packed_page_reusable(uint64_t page, bool idle);
 /* Take a packed span of class cls with reusable pages: the pages are put in mask (one bit
  * per page of the span), every slot on them claimed; NULL when none is offered. */
 struct span *canon_span_reuse_packed(unsigned cls, uint64_t *mask);
+/* Is page i of a span in mask (one bit per page, as canon_span_reuse_packed fills it)? */
+static inline bool canon_mask_has(const uint64_t *mask, unsigned i) {
+    return mask[i / 64] >> (i % 64) & 1;
+}
 /* Undo canon_span_reuse_packed when the pages could not be mapped. */
 void canon_span_unreuse_packed(struct span *s, const uint64_t *mask);
 /* A packed object's slot is freed; its group of slots is [lo, hi). -1 if it already was

@@ -45,12 +45,6 @@ size_t large_growth_len(size_t size, size_t cap) {
 
 #define HUGE_MIN (2UL << 20)
 
-static void *alloc_pages(size_t size, size_t len, size_t align);
-
-void *large_alloc(size_t size, size_t align) { return alloc_pages(size, large_len(size), align); }
-
-void *large_alloc_room(size_t size, size_t len) { return alloc_pages(size, len, OSCAR_PAGE); }
-
 static void *alloc_pages(size_t size, size_t len, size_t align) {
     if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
         oscar_init();
@@ -85,6 +79,10 @@ static void *alloc_pages(size_t size, size_t len, size_t align) {
     count_alloc();
     return (void *)a;
 }
+
+void *large_alloc(size_t size, size_t align) { return alloc_pages(size, large_len(size), align); }
+
+void *large_alloc_room(size_t size, size_t len) { return alloc_pages(size, len, OSCAR_PAGE); }
 
 /* The first page of the guard-revoked large object that page p belongs to, or 0. */
 static uintptr_t dead_head(uintptr_t p) {

@@ -47,7 +47,16 @@ static bool reuse_wanted(unsigned cls) {
     return os_guards_usable() && packed_groups(cls) == 1 && !maplimit_degraded();
 }
 
-static bool page_in(const uint64_t *mask, unsigned i) { return mask[i / 64] >> (i % 64) & 1; }
+/* The pages [sh, sh + n pages) whose span page lo + k is (in_mask) or is not in mask, as
+ * ranges for one process_madvise call. */
+static unsigned mask_ranges(struct iovec *iov, uintptr_t sh, unsigned n, const uint64_t *mask,
+                            unsigned lo, bool in_mask) {
+    unsigned ranges = 0;
+    for (unsigned k = 0; k < n; k++)
+        if (canon_mask_has(mask, lo + k) == in_mask)
+            ranges = os_ranges_add_page(iov, ranges, sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT));
+    return ranges;
+}
 
 /* Map the reusable pages (mask) of span s at new shadows for c: one mapping from the first
  * to the last of them, the pages between them that are still in use (through an older
@@ -56,7 +65,7 @@ static bool map_reused(struct thread_cache *tc, struct class_cache *c, unsigned 
                        struct span *s, const uint64_t *mask) {
     unsigned pages = oscar_canon.span_pages, lo = pages, hi = 0;
     for (unsigned i = 0; i < pages; i++)
-        if (page_in(mask, i)) {
+        if (canon_mask_has(mask, i)) {
             lo = lo < i ? lo : i;
             hi = i;
         }
@@ -70,24 +79,18 @@ static bool map_reused(struct thread_cache *tc, struct class_cache *c, unsigned 
     if (canon_map_shadow(sh, len, first, false) != 0)
         return false;
     struct iovec iov[OSCAR_MAX_RUN_PAGES / 2 + 1];
-    unsigned ranges = 0;
-    for (unsigned k = 0; k < n; k++)
-        if (!page_in(mask, lo + k))
-            ranges = os_ranges_add_page(iov, ranges, sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT));
+    unsigned ranges = mask_ranges(iov, sh, n, mask, lo, false);
     if (ranges && os_guard_ranges(iov, ranges) != 0) {
         os_revoke((void *)sh, len); /* the addresses stay unused: never handed out twice */
         return false;
     }
-    ranges = 0;
-    for (unsigned k = 0; k < n; k++)
-        if (page_in(mask, lo + k))
-            ranges = os_ranges_add_page(iov, ranges, sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT));
-    os_populate_ranges(iov, ranges); /* if refused, the pages fault in on first touch */
+    /* If refused, the pages fault in on first touch. */
+    os_populate_ranges(iov, mask_ranges(iov, sh, n, mask, lo, true));
     maplimit_add(delta);
     unsigned reused = 0;
     for (unsigned k = 0; k < n; k++) {
         uintptr_t p = sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT);
-        bool use = page_in(mask, lo + k);
+        bool use = canon_mask_has(mask, lo + k);
         reused += use;
         region_store(p, use ? entry_small(PK_PACKED, first + k, cls, 0, 0)
                             : entry_small(PK_PACKED_GUARDED, first + k, cls, FILLER_GROUP, 0));
@@ -261,15 +264,17 @@ static bool is_large(uint64_t e) { return entry_kind(e) == PK_LARGE_GUARDED; }
 
 /* The queued pages and large objects (only the pages whose memory goes back, if only_empty)
  * as ranges. A large object that a neighbour's free already replaced by PROT_NONE memory
- * (large.c) is left out and marked so in skip. */
+ * (large.c) is left out and marked so in skip (by the pass with !only_empty). */
 static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, const bool *idle,
                            bool only_empty, bool *skip) {
     unsigned n = 0;
     for (uint32_t i = 0; i < q->n; i++) {
         uint64_t e = q->entry[i];
         if (is_large(e)) {
+            if (only_empty)
+                continue; /* (its memory goes with its guard) */
             skip[i] = entry_kind(region_load(q->page[i])) != PK_LARGE_GUARDED;
-            if (!only_empty && !skip[i])
+            if (!skip[i])
                 n = os_ranges_add(iov, n, q->page[i], large_capacity(q->page[i], e));
         } else if (!only_empty || ((e & QUEUED_EMPTY) && !idle[i])) {
             n = os_ranges_add_page(iov, n, q->page[i]);
