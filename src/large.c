@@ -44,6 +44,67 @@ size_t large_growth_len(size_t size, size_t cap) {
 }
 
 #define HUGE_MIN (2UL << 20)
+#define POPULATE_MAX (64UL << 10)
+
+/* Objects of up to CARVE_MAX bytes of pages are carved one after the other from a chunk of
+ * CARVE_CHUNK bytes of private pages that the thread maps (and, after its first, prefaults)
+ * in one call, instead of one mmap and a fault per page each. Needs guard markers: they
+ * revoke one object inside the chunk's mapping without splitting it. */
+#define CARVE_MAX (64UL << 10)
+#define CARVE_CHUNK (256UL << 10)
+
+static void retire_dead_stretch(uintptr_t a, size_t len);
+
+/* A new chunk for tc. The rest of the old one (never handed out) is guarded, its
+ * prefaulted memory goes back and a stray access faults; it is marked as a dead large
+ * object of size 0 (no object has that size: object.c describes it as never allocated), so
+ * that the chunk can become PROT_NONE with its dead neighbours (retire_dead_stretch) and
+ * does not stay a mapping of its own. */
+static bool carve_refill(struct thread_cache *tc) {
+    uintptr_t rest = tc->carve_next;
+    size_t rest_len = tc->carve_end - rest;
+    if (rest_len) {
+        if (os_guard((void *)rest, rest_len) != 0)
+            return false;
+        set_entries(rest, 0, rest_len);
+        region_store(rest, entry_large(PK_LARGE_GUARDED, 0));
+        retire_dead_stretch(rest, rest_len);
+    }
+    tc->carve_next = tc->carve_end = 0;
+    uintptr_t a = region_take(CARVE_CHUNK, OSCAR_PAGE);
+    if (!a)
+        return false;
+    long delta = mapview_delta(a, a + CARVE_CHUNK - OSCAR_PAGE, VIEW_ANON, 0);
+    /* A thread's first chunk faults in as used: a thread with one large object does not pay
+     * for the whole chunk. */
+    bool populate = tc->carve_chunks > 0;
+    int err = os_map_private((void *)a, CARVE_CHUNK, populate);
+    if (err == ENOMEM) {
+        maplimit_on_enomem();
+        err = os_map_private((void *)a, CARVE_CHUNK, populate);
+    }
+    if (err)
+        return false; /* (the addresses stay unused: never handed out twice) */
+    maplimit_add(delta);
+    tc->carve_chunks++;
+    tc->carve_next = a;
+    tc->carve_end = a + CARVE_CHUNK;
+    return true;
+}
+
+/* len bytes of mapped pages from the calling thread's chunk, or 0 (then: one mmap). */
+static uintptr_t carve(size_t len) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_EMPTY)
+        tc = thread_attach();
+    if (!tc || tc->state != TS_LIVE)
+        return 0;
+    if (tc->carve_end - tc->carve_next < len && !carve_refill(tc))
+        return 0;
+    uintptr_t a = tc->carve_next;
+    tc->carve_next += len;
+    return a;
+}
 
 static void *alloc_pages(size_t size, size_t len, size_t align) {
     if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
@@ -54,17 +115,27 @@ static void *alloc_pages(size_t size, size_t len, size_t align) {
     }
     /* Objects of 2 MiB and more are 2 MiB-aligned and asked for transparent huge pages: one
      * fault per 2 MiB instead of 512 (their pages are fresh anyway, never reused). */
+    uintptr_t a = len <= CARVE_MAX && align <= OSCAR_PAGE && os_guards_usable() ? carve(len) : 0;
+    if (a) {
+        set_entries(a, size, len);
+        stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)len);
+        count_alloc();
+        return (void *)a;
+    }
     bool huge = len >= HUGE_MIN;
-    uintptr_t a = region_take(len, huge && align < HUGE_MIN ? HUGE_MIN : align);
+    a = region_take(len, huge && align < HUGE_MIN ? HUGE_MIN : align);
     if (!a) {
         errno = ENOMEM;
         return NULL;
     }
     long delta = mapview_delta(a, a + len - OSCAR_PAGE, VIEW_ANON, 0);
-    int err = os_map_private((void *)a, len);
+    /* Objects up to POPULATE_MAX are prefaulted in the mmap call: a fault taken one page at
+     * a time costs ~8 us here, a page populated ~0.5 us, and a small object is used whole. */
+    bool populate = len <= POPULATE_MAX;
+    int err = os_map_private((void *)a, len, populate);
     if (err == ENOMEM) {
         maplimit_on_enomem();
-        err = os_map_private((void *)a, len);
+        err = os_map_private((void *)a, len, populate);
     }
     if (err) {
         errno = ENOMEM;
@@ -203,7 +274,8 @@ void large_revoke_now(uintptr_t a, uint64_t e) {
 
 void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size) {
     size_t old_len = large_capacity(a, e), new_len = large_growth_len(new_size, old_len);
-    if (new_size > LARGE_MAX || new_len <= old_len)
+    /* (A carved object is copied: cheaper than moving it out of its chunk's mapping.) */
+    if (new_size > LARGE_MAX || new_len <= old_len || old_len <= CARVE_MAX)
         return NULL;
     uintptr_t b = region_take(new_len, OSCAR_PAGE);
     if (!b)
@@ -212,7 +284,7 @@ void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size) {
      * revoke it below, so no hole ever opens in our region. */
     if (os_move_pages((void *)a, (void *)b, old_len) != 0)
         return NULL;
-    if (os_map_private((void *)(b + old_len), new_len - old_len) != 0) {
+    if (os_map_private((void *)(b + old_len), new_len - old_len, false) != 0) {
         /* Put the pages back where they were; the caller copies instead. */
         os_move_pages((void *)b, (void *)a, old_len);
         return NULL;

@@ -63,6 +63,8 @@ struct object_info object_describe(uintptr_t addr) {
     case PK_LARGE:
     case PK_LARGE_FREED:
     case PK_LARGE_GUARDED:
+        if (entry_payload(e) == 0)
+            return o; /* the never-used rest of a carving chunk (large.c) */
         o.large = true;
         o.start = page;
         o.size = entry_payload(e);

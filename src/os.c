@@ -111,6 +111,11 @@ int os_populate_ranges(const struct iovec *ranges, unsigned n) {
     return madvise_ranges(ranges, n, MADV_POPULATE_WRITE);
 }
 
+int os_populate(void *addr, size_t len) {
+    struct iovec range = {addr, len};
+    return os_populate_ranges(&range, 1);
+}
+
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
@@ -140,10 +145,11 @@ int os_drop(void *addr, size_t len) {
     return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_DONTNEED, 0, 0, 0));
 }
 
-int os_map_private(void *addr, size_t len) {
+int os_map_private(void *addr, size_t len, bool populate) {
     int err;
     void *p = mmap_raw(addr, len, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0, &err);
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (populate ? MAP_POPULATE : 0),
+                       -1, 0, &err);
     return p ? 0 : err;
 }
 

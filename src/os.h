@@ -32,6 +32,7 @@ int os_guard_ranges(const struct iovec *ranges, unsigned n);
 int os_remove_ranges(const struct iovec *ranges, unsigned n);
 /* Fault the shared pages of the ranges in, writable (MADV_POPULATE_WRITE). */
 int os_populate_ranges(const struct iovec *ranges, unsigned n);
+int os_populate(void *addr, size_t len);
 /* Append [a, a + len) to ranges[0..n), extending the last range when it ends at a;
  * returns the new count. */
 static inline unsigned os_ranges_add(struct iovec *ranges, unsigned n, uintptr_t a, size_t len) {
@@ -50,8 +51,9 @@ bool os_guards_usable(void);
 void os_guards_disable(void);
 /* Give the memory of private pages back (MADV_DONTNEED); the mapping stays. */
 int os_drop(void *addr, size_t len);
-/* Replace [addr, addr+len) inside our reservation with fresh private read-write pages. */
-int os_map_private(void *addr, size_t len);
+/* Replace [addr, addr+len) inside our reservation with fresh private read-write pages,
+ * prefaulted in the same call if populate. */
+int os_map_private(void *addr, size_t len, bool populate);
 /* Ask for transparent huge pages on [addr, addr + len) (MADV_HUGEPAGE). */
 int os_advise_huge(void *addr, size_t len);
 /* Move the pages of [from, from+len) to [to, to+len) without copying, leaving `from`

@@ -21,6 +21,10 @@ struct class_cache {
     struct span *active; /* span this thread claims slots from, or NULL */
     uintptr_t *objs;    /* RUN_PAGES entries */
     uintptr_t packed_next, packed_end; /* objects of a packed span not yet handed out */
+    /* Pages of the packed span from packed_populated on are not prefaulted yet; the next
+     * step prefaults populate_ahead pages (doubling up to a span, packed.c). */
+    uintptr_t packed_populated;
+    uint32_t populate_ahead;
     uint32_t mapped; /* runs and fresh packed spans this cache has mapped for the class */
 };
 
@@ -43,6 +47,9 @@ struct thread_cache {
     struct retire_queue retire;
     int state;
     uintptr_t slice_cur, slice_end; /* this thread's never-reused shadow addresses */
+    /* Large objects of a few pages are carved from this mapped chunk (large.c). */
+    uintptr_t carve_next, carve_end;
+    uint32_t carve_chunks;
     /* Local counters, folded into stats in batches. */
     uint64_t n_alloc, n_free, n_small, n_large, n_realloc;
     int64_t live_bytes; /* requested bytes allocated minus freed since the last fold */

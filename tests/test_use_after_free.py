@@ -89,3 +89,14 @@ def test_function_pointer_attack_works_under_glibc(runner):
     assert "ATTACKER CALLED" in res.stdout, res.describe()
     v = parse_values(res.stdout)
     assert v["spray"] == v["ptr"], res.describe()
+
+
+@pytest.mark.parametrize("size", [2100, 5000, 40000])
+def test_uaf_between_live_neighbours_of_a_few_pages(runner, size):
+    """Objects of a few pages are carved side by side from one mapping: freeing every other
+    one leaves its neighbours whole and writable, no freed address comes back, and a read of
+    a freed one faults with the report."""
+    res = runner.oscar("uaf_carved_neighbours", str(size))
+    assert "neighbours intact" in res.stdout, res.describe()
+    assert "reused no" in res.stdout, res.describe()
+    check_uaf(res, "READ")
