@@ -111,11 +111,6 @@ int os_populate_ranges(const struct iovec *ranges, unsigned n) {
     return madvise_ranges(ranges, n, MADV_POPULATE_WRITE);
 }
 
-int os_populate(void *addr, size_t len) {
-    struct iovec range = {addr, len};
-    return os_populate_ranges(&range, 1);
-}
-
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif

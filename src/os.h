@@ -32,7 +32,6 @@ int os_guard_ranges(const struct iovec *ranges, unsigned n);
 int os_remove_ranges(const struct iovec *ranges, unsigned n);
 /* Fault the shared pages of the ranges in, writable (MADV_POPULATE_WRITE). */
 int os_populate_ranges(const struct iovec *ranges, unsigned n);
-int os_populate(void *addr, size_t len);
 /* Append [a, a + len) to ranges[0..n), extending the last range when it ends at a;
  * returns the new count. */
 static inline unsigned os_ranges_add(struct iovec *ranges, unsigned n, uintptr_t a, size_t len) {

@@ -21,10 +21,6 @@ struct class_cache {
     struct span *active; /* span this thread claims slots from, or NULL */
     uintptr_t *objs;    /* RUN_PAGES entries */
     uintptr_t packed_next, packed_end; /* objects of a packed span not yet handed out */
-    /* Pages of the packed span from packed_populated on are not prefaulted yet; the next
-     * step prefaults populate_ahead pages (doubling up to a span, packed.c). */
-    uintptr_t packed_populated;
-    uint32_t populate_ahead;
     uint32_t mapped; /* runs and fresh packed spans this cache has mapped for the class */
 };
 
