@@ -283,9 +283,11 @@ static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, cons
     return n;
 }
 
-/* With guard markers, the whole queue in two system calls whatever its shape: give the
- * pages' memory back (MADV_REMOVE through the shadows punches the canonical file), then
- * guard them and the large objects (no mapping split; a guard frees private memory too).
+/* With guard markers, the whole queue in two system calls whatever its shape: guard the
+ * pages and the large objects (no mapping split; a guard frees private memory too), then
+ * give the empty pages' memory back (MADV_REMOVE through the shadows punches the canonical
+ * file). In this order only the guard clears page-table entries: one TLB shoot-down of the
+ * other CPUs per flush, not two.
  * Empty pages of reuse spans keep their memory (idle) while the idle budget lasts: they
  * are mapped again for new objects. False when the kernel cannot: the caller goes one
  * stretch at a time. */
@@ -303,8 +305,8 @@ static bool guard_queue(struct retire_queue *q, bool *idle, bool *skip) {
     for (uint32_t i = 0; i < q->n; i++)
         if (!is_large(q->entry[i]))
             region_store(q->page[i], entry_with_kind(q->entry[i] & ~QUEUED_EMPTY, PK_PACKED_GUARDED));
-    if ((n_empty && os_remove_ranges(empty, n_empty) != 0) ||
-        (n_all && os_guard_ranges(all, n_all) != 0)) {
+    if ((n_all && os_guard_ranges(all, n_all) != 0) ||
+        (n_empty && os_remove_ranges(empty, n_empty) != 0)) {
         for (uint32_t i = 0; i < q->n; i++) {
             if (!is_large(q->entry[i]))
                 region_store(q->page[i], q->entry[i] & ~QUEUED_EMPTY);
@@ -317,22 +319,42 @@ static bool guard_queue(struct retire_queue *q, bool *idle, bool *skip) {
     return true;
 }
 
+static void swap_entries(struct retire_queue *q, uint32_t i, uint32_t j) {
+    uintptr_t p = q->page[i];
+    uint64_t e = q->entry[i];
+    q->page[i] = q->page[j];
+    q->entry[i] = q->entry[j];
+    q->page[j] = p;
+    q->entry[j] = e;
+}
+
+/* Move entry i down the max-heap q[0, n) (by page address) to its place. */
+static void sift_down(struct retire_queue *q, uint32_t i, uint32_t n) {
+    for (uint32_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && q->page[c + 1] > q->page[c])
+            c++;
+        if (q->page[i] >= q->page[c])
+            return;
+        swap_entries(q, i, c);
+    }
+}
+
+/* Sort the queue by address, so frees that came in any order still revoke as long runs
+ * (heapsort: in place, n log n for up to RETIRE_MAX entries). */
+static void sort_queue(struct retire_queue *q) {
+    uint32_t n = q->n;
+    for (uint32_t i = n / 2; i-- > 0;)
+        sift_down(q, i, n);
+    for (uint32_t end = n; end > 1; end--) {
+        swap_entries(q, 0, end - 1);
+        sift_down(q, 0, end - 1);
+    }
+}
+
 void packed_flush_retired(struct thread_cache *tc) {
     struct retire_queue *q = &tc->retire;
     uint32_t n = q->n;
-    /* Sort by address (insertion sort: at most RETIRE_MAX entries), so frees that came in
-     * any order still revoke as long runs. */
-    for (uint32_t i = 1; i < n; i++) {
-        uintptr_t p = q->page[i];
-        uint64_t e = q->entry[i];
-        uint32_t j = i;
-        for (; j > 0 && q->page[j - 1] > p; j--) {
-            q->page[j] = q->page[j - 1];
-            q->entry[j] = q->entry[j - 1];
-        }
-        q->page[j] = p;
-        q->entry[j] = e;
-    }
+    sort_queue(q);
     bool idle[RETIRE_MAX], skip[RETIRE_MAX];
     bool guarded = guard_queue(q, idle, skip);
     q->n = 0; /* (finishing the entries below frees nothing: it cannot refill the queue) */
@@ -369,7 +391,7 @@ bool packed_retire_later(uintptr_t page, uint64_t e, size_t bytes) {
         tc = thread_attach();
     if (!tc || tc->state != TS_LIVE)
         return false;
-    if (tc->retire.n == RETIRE_MAX)
+    if (tc->retire.n >= (thread_several_live() ? RETIRE_MAX : RETIRE_SOLO))
         packed_flush_retired(tc);
     tc->retire.page[tc->retire.n] = page;
     tc->retire.entry[tc->retire.n] = e;

@@ -19,6 +19,11 @@ static pthread_key_t exit_key;
 static size_t cache_bytes;
 static oscar_lock registry_lock = OSCAR_LOCK_INIT; /* live list and free list */
 static struct thread_cache *live_list, *free_list;
+static _Atomic int live_count; /* caches on live_list (changed under registry_lock) */
+
+bool thread_several_live(void) {
+    return atomic_load_explicit(&live_count, memory_order_relaxed) > 1;
+}
 struct thread_cache *thread_fallback;
 static oscar_lock fallback_lock = OSCAR_LOCK_INIT;
 
@@ -54,6 +59,7 @@ static void thread_exit(void *arg) {
     thread_fold_stats(tc);
     oscar_lock_acquire(&registry_lock);
     registry_unlink(tc);
+    atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
     tc->state = TS_EMPTY;
     tc->next = free_list;
     free_list = tc;
@@ -100,6 +106,7 @@ struct thread_cache *thread_attach(void) {
     if (live_list)
         live_list->prev = tc;
     live_list = tc;
+    atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
     oscar_lock_release(&registry_lock);
     /* Publish before pthread_setspecific: it may calloc, which then finds this cache. */
     oscar_tc = tc;
@@ -170,4 +177,5 @@ void thread_after_fork_child(void) {
         }
         tc = next;
     }
+    atomic_store_explicit(&live_count, self ? 1 : 0, memory_order_relaxed);
 }

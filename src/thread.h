@@ -28,7 +28,12 @@ struct class_cache {
  * objects, waiting to be revoked together. A packed page holds one count of its span, so
  * the span outlives the queue entry. At most RETIRE_MAX entries and RETIRE_LARGE_BYTES of
  * large objects wait. */
-#define RETIRE_MAX 256
+#define RETIRE_MAX 1024
+/* While the process has a single live thread the queue is flushed at RETIRE_SOLO entries:
+ * each flush's guard clears page-table entries, which with several threads running costs a
+ * TLB shoot-down of the other CPUs (an interrupt through the hypervisor on a VM), so they
+ * flush 4 times less often; alone, less freed memory waits. */
+#define RETIRE_SOLO 256
 #define RETIRE_LARGE_BYTES (8UL << 20)
 struct retire_queue {
     uint32_t n;
@@ -63,6 +68,8 @@ struct thread_cache *thread_attach(void);
 extern struct thread_cache *thread_fallback;
 void thread_fallback_lock(void);
 void thread_fallback_unlock(void);
+/* Has the process more than one thread with a live cache? (relaxed, approximate) */
+bool thread_several_live(void);
 /* Shadow address space for n pages from tc's slice (0 when the region is exhausted). */
 uintptr_t thread_take_shadow(struct thread_cache *tc, size_t pages);
 /* Fold tc's local counters into stats. */
