@@ -221,9 +221,11 @@ void *alloc_realloc(void *p, size_t size) {
         return p; /* packed objects do not record their requested size */
     size_t cap = entry_kind(e) == PK_LARGE ? large_capacity(a, e) : 0;
     bool grow = entry_kind(e) == PK_LARGE && size > entry_payload(e); /* a large one */
-    /* Same pages, or growth into the room an earlier growth left: keep the address. */
+    /* Same pages, growth into the room an earlier growth left, or into the free rest of the
+     * chunk it was carved from (large.c): keep the address. */
     if (entry_kind(e) == PK_LARGE && size > OSCAR_SMALL_MAX && size <= LARGE_MAX &&
-        (large_len(size) == large_len(entry_payload(e)) || (grow && large_len(size) <= cap))) {
+        (large_len(size) == large_len(entry_payload(e)) || (grow && large_len(size) <= cap) ||
+         (grow && large_extend_in_chunk(a, cap, large_len(size))))) {
         if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size))) {
             account_bytes((int64_t)size - (int64_t)entry_payload(e));
             return p;

@@ -92,6 +92,18 @@ static bool carve_refill(struct thread_cache *tc) {
     return true;
 }
 
+bool large_extend_in_chunk(uintptr_t a, size_t cap, size_t len) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state != TS_LIVE || a + cap != tc->carve_next || a < tc->carve_end - CARVE_CHUNK ||
+        len > CARVE_MAX || len > tc->carve_end - a)
+        return false;
+    for (size_t i = cap >> OSCAR_PAGE_SHIFT; i < len >> OSCAR_PAGE_SHIFT; i++)
+        region_store(a + (i << OSCAR_PAGE_SHIFT), entry_large(PK_LARGE_TAIL, i));
+    tc->carve_next = a + len;
+    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)(len - cap));
+    return true;
+}
+
 /* len bytes of mapped pages from the calling thread's chunk, or 0 (then: one mmap). */
 static uintptr_t carve(size_t len) {
     struct thread_cache *tc = oscar_tc;
@@ -113,8 +125,6 @@ static void *alloc_pages(size_t size, size_t len, size_t align) {
         errno = ENOMEM;
         return NULL;
     }
-    /* Objects of 2 MiB and more are 2 MiB-aligned and asked for transparent huge pages: one
-     * fault per 2 MiB instead of 512 (their pages are fresh anyway, never reused). */
     uintptr_t a = len <= CARVE_MAX && align <= OSCAR_PAGE && os_guards_usable() ? carve(len) : 0;
     if (a) {
         set_entries(a, size, len);
@@ -122,6 +132,8 @@ static void *alloc_pages(size_t size, size_t len, size_t align) {
         count_alloc();
         return (void *)a;
     }
+    /* Objects of 2 MiB and more are 2 MiB-aligned and asked for transparent huge pages: one
+     * fault per 2 MiB instead of 512 (their pages are fresh anyway, never reused). */
     bool huge = len >= HUGE_MIN;
     a = region_take(len, huge && align < HUGE_MIN ? HUGE_MIN : align);
     if (!a) {

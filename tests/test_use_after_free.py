@@ -4,6 +4,7 @@ Each program prints `ptr` (the freed object), `size`, `offset` and `access` (the
 touches) before the bad access, and "NOT REACHED" after it.
 """
 
+import os
 import signal
 
 import pytest
@@ -55,6 +56,16 @@ def test_uaf_in_realloc_growth_room(runner):
     room is part of the object and is revoked with it."""
     res = runner.oscar("uaf_realloc_room")
     assert "in place 1" in res.stdout, "the second realloc should grow into the room\n" + res.describe()
+    check_uaf(res, "READ")
+
+
+def test_uaf_after_realloc_grew_in_its_chunk(runner):
+    """An object carved last from its thread's chunk grows in place over the chunk's free
+    rest (with guard markers; without them it moves); freed, its new last page faults."""
+    res = runner.oscar("uaf_realloc_in_chunk")
+    if "OSCAR_GUARDS=0" not in os.environ.get("OSCAR_TEST_ENV", ""):
+        assert "in place 1" in res.stdout, "the reallocs should grow in place\n" + res.describe()
+    assert "neighbour intact" in res.stdout, res.describe()
     check_uaf(res, "READ")
 
 
