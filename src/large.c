@@ -55,6 +55,21 @@ size_t large_growth_len(size_t size, size_t cap) {
 
 static void retire_dead_stretch(uintptr_t a, size_t len);
 
+/* Map fresh private pages at [a, a + len) (prefaulted if populate) and count the kernel
+ * mapping; near the mapping limit (ENOMEM) tell maplimit and try once more. */
+static bool map_fresh(uintptr_t a, size_t len, bool populate) {
+    long delta = mapview_delta(a, a + len - OSCAR_PAGE, VIEW_ANON, 0);
+    int err = os_map_private((void *)a, len, populate);
+    if (err == ENOMEM) {
+        maplimit_on_enomem();
+        err = os_map_private((void *)a, len, populate);
+    }
+    if (err)
+        return false;
+    maplimit_add(delta);
+    return true;
+}
+
 /* A new chunk for tc. The rest of the old one (never handed out) is guarded, its
  * prefaulted memory goes back and a stray access faults; it is marked as a dead large
  * object of size 0 (no object has that size: object.c describes it as never allocated), so
@@ -74,18 +89,10 @@ static bool carve_refill(struct thread_cache *tc) {
     uintptr_t a = region_take(CARVE_CHUNK, OSCAR_PAGE);
     if (!a)
         return false;
-    long delta = mapview_delta(a, a + CARVE_CHUNK - OSCAR_PAGE, VIEW_ANON, 0);
     /* A thread's first chunk faults in as used: a thread with one large object does not pay
      * for the whole chunk. */
-    bool populate = tc->carve_chunks > 0;
-    int err = os_map_private((void *)a, CARVE_CHUNK, populate);
-    if (err == ENOMEM) {
-        maplimit_on_enomem();
-        err = os_map_private((void *)a, CARVE_CHUNK, populate);
-    }
-    if (err)
+    if (!map_fresh(a, CARVE_CHUNK, tc->carve_chunks > 0))
         return false; /* (the addresses stay unused: never handed out twice) */
-    maplimit_add(delta);
     tc->carve_chunks++;
     tc->carve_next = a;
     tc->carve_end = a + CARVE_CHUNK;
@@ -106,15 +113,30 @@ bool large_extend_in_chunk(uintptr_t a, size_t cap, size_t len) {
 
 /* len bytes of mapped pages from the calling thread's chunk, or 0 (then: one mmap). */
 static uintptr_t carve(size_t len) {
-    struct thread_cache *tc = oscar_tc;
-    if (tc->state == TS_EMPTY)
-        tc = thread_attach();
-    if (!tc || tc->state != TS_LIVE)
+    struct thread_cache *tc = thread_live_cache();
+    if (!tc)
         return 0;
     if (tc->carve_end - tc->carve_next < len && !carve_refill(tc))
         return 0;
     uintptr_t a = tc->carve_next;
     tc->carve_next += len;
+    return a;
+}
+
+/* Pages of their own for an object of len bytes of pages: 0 when out of addresses or
+ * memory. */
+static uintptr_t map_own_pages(size_t len, size_t align) {
+    /* Objects of 2 MiB and more are 2 MiB-aligned and asked for transparent huge pages: one
+     * fault per 2 MiB instead of 512 (their pages are fresh anyway, never reused). */
+    bool huge = len >= HUGE_MIN;
+    uintptr_t a = region_take(len, huge && align < HUGE_MIN ? HUGE_MIN : align);
+    /* Objects up to POPULATE_MAX are prefaulted in the mmap call: a fault taken one page at
+     * a time costs ~8 us here, a page populated ~0.5 us, and a small object is used whole. */
+    if (!a || !map_fresh(a, len, len <= POPULATE_MAX))
+        return 0;
+    if (huge) /* (its flag keeps it from merging with its neighbours while it lives: up to
+               * two mappings the estimate misses; maplimit recounts near the limit) */
+        os_advise_huge((void *)a, len);
     return a;
 }
 
@@ -126,38 +148,13 @@ static void *alloc_pages(size_t size, size_t len, size_t align) {
         return NULL;
     }
     uintptr_t a = len <= CARVE_MAX && align <= OSCAR_PAGE && os_guards_usable() ? carve(len) : 0;
-    if (a) {
-        set_entries(a, size, len);
-        stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)len);
-        count_alloc();
-        return (void *)a;
-    }
-    /* Objects of 2 MiB and more are 2 MiB-aligned and asked for transparent huge pages: one
-     * fault per 2 MiB instead of 512 (their pages are fresh anyway, never reused). */
-    bool huge = len >= HUGE_MIN;
-    a = region_take(len, huge && align < HUGE_MIN ? HUGE_MIN : align);
+    if (!a)
+        a = map_own_pages(len, align);
     if (!a) {
         errno = ENOMEM;
         return NULL;
     }
-    long delta = mapview_delta(a, a + len - OSCAR_PAGE, VIEW_ANON, 0);
-    /* Objects up to POPULATE_MAX are prefaulted in the mmap call: a fault taken one page at
-     * a time costs ~8 us here, a page populated ~0.5 us, and a small object is used whole. */
-    bool populate = len <= POPULATE_MAX;
-    int err = os_map_private((void *)a, len, populate);
-    if (err == ENOMEM) {
-        maplimit_on_enomem();
-        err = os_map_private((void *)a, len, populate);
-    }
-    if (err) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (huge) /* (its flag keeps it from merging with its neighbours while it lives: up to
-               * two mappings the estimate misses; maplimit recounts near the limit) */
-        os_advise_huge((void *)a, len);
     set_entries(a, size, len);
-    maplimit_add(delta);
     stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)len);
     count_alloc();
     return (void *)a;

@@ -386,10 +386,8 @@ void packed_flush_retired(struct thread_cache *tc) {
  * retire queue; false when the thread has no live cache (it is exiting): the caller
  * revokes at once. */
 bool packed_retire_later(uintptr_t page, uint64_t e, size_t bytes) {
-    struct thread_cache *tc = oscar_tc;
-    if (tc->state == TS_EMPTY) /* a thread that only frees still gets a queue */
-        tc = thread_attach();
-    if (!tc || tc->state != TS_LIVE)
+    struct thread_cache *tc = thread_live_cache(); /* a thread that only frees gets one too */
+    if (!tc)
         return false;
     if (tc->retire.n >= (thread_several_live() ? RETIRE_MAX : RETIRE_SOLO))
         packed_flush_retired(tc);

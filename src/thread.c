@@ -116,6 +116,13 @@ struct thread_cache *thread_attach(void) {
     return tc;
 }
 
+struct thread_cache *thread_live_cache(void) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_EMPTY)
+        tc = thread_attach();
+    return tc && tc->state == TS_LIVE ? tc : NULL;
+}
+
 void thread_fallback_lock(void) { oscar_lock_acquire(&fallback_lock); }
 void thread_fallback_unlock(void) { oscar_lock_release(&fallback_lock); }
 

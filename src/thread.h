@@ -67,6 +67,9 @@ void thread_init_late(void); /* after init: atfork-safe pieces that may call mal
 /* A usable cache for the calling thread, attaching one if needed; NULL means: use the
  * fallback under thread_fallback_lock. */
 struct thread_cache *thread_attach(void);
+/* The calling thread's live cache, attached now if it has none yet; NULL when it cannot
+ * have one (exiting, or attaching: use the fallback or do without). */
+struct thread_cache *thread_live_cache(void);
 extern struct thread_cache *thread_fallback;
 void thread_fallback_lock(void);
 void thread_fallback_unlock(void);
