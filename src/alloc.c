@@ -4,6 +4,7 @@
 #include "canon.h"
 #include "fault.h"
 #include "fork.h"
+#include "keep.h"
 #include "large.h"
 #include "maplimit.h"
 #include "object.h"
@@ -56,6 +57,7 @@ void oscar_init(void) {
     if ((err = stack_init()) != 0)
         report_fatal("cannot reserve the stack store", err);
     maplimit_init();
+    keep_init(); /* (after maplimit_init: it counts its mappings) */
     fault_init();
     if (options_int(OPT_STATS_SIGNAL))
         fault_init_stats_signal((int)options_int(OPT_STATS_SIGNAL));
@@ -118,6 +120,15 @@ static void *malloc_unnoted(size_t size) {
 }
 
 void *alloc_malloc(size_t size) { return noted(malloc_unnoted(size), size); }
+
+void *alloc_calloc(size_t size) {
+    if (size > OSCAR_SMALL_MAX)
+        return noted(large_alloc_zeroed(size), size);
+    void *p = alloc_malloc(size); /* (small slots are reused: zero them) */
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
 
 static void *aligned_unnoted(size_t size, size_t align) {
     if (align <= OSCAR_MIN_ALIGN)

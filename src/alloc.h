@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 void *alloc_malloc(size_t size);                  /* NULL + ENOMEM on failure */
+void *alloc_calloc(size_t size);                  /* zeroed */
 void *alloc_aligned(size_t size, size_t align);   /* align: a power of two */
 void alloc_free(void *p, enum report_caller who); /* reports and aborts on a bad pointer */
 void *alloc_realloc(void *p, size_t size);

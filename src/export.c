@@ -27,11 +27,7 @@ OSCAR_EXPORT void *calloc(size_t n, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    void *p = alloc_malloc(total);
-    /* Small slots may be reused; large objects always get fresh (zero) pages. */
-    if (p && total <= OSCAR_SMALL_MAX)
-        memset(p, 0, total);
-    return p;
+    return alloc_calloc(total);
 }
 
 OSCAR_EXPORT void *realloc(void *p, size_t size) { return alloc_realloc(p, size); }

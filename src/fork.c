@@ -5,9 +5,10 @@
  *
  * Lock order (prepare takes them top to bottom, parent and child release bottom to top):
  *   1. thread registry, 2. fallback cache, 3. class pools in class order, 4. empty-span
- *   pool, 5. packed reuse pools in class order, 6. quarantine.
+ *   pool, 5. packed reuse pools in class order, 6. quarantine, 7. kept large pages.
  * vfork and posix_spawn run no atfork handlers and need none: the child only execs. */
 #include "fork.h"
+#include "keep.h"
 #include "api.h"
 #include "canon.h"
 #include "os.h"
@@ -29,6 +30,7 @@ static void prepare(void) {
     thread_lock_registry();
     canon_lock_all();
     quarantine_lock();
+    keep_lock();
     copy_err = canon_copy_for_child(&child_fd);
 }
 
@@ -36,6 +38,7 @@ static void parent(void) {
     if (!copy_err)
         os_close(child_fd);
     child_fd = -1;
+    keep_unlock();
     quarantine_unlock();
     canon_unlock_all();
     thread_unlock_registry();
@@ -101,6 +104,7 @@ static void child(void) {
     stats_add(STAT_FORKS, 1);
     stack_after_fork();
     thread_after_fork_child();
+    keep_after_fork_child();
     quarantine_unlock();
     canon_unlock_all();
     thread_unlock_registry();

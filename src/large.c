@@ -1,5 +1,6 @@
 /* large: see large.h. */
 #include "large.h"
+#include "keep.h"
 #include "maplimit.h"
 #include "os.h"
 #include "region.h"
@@ -123,24 +124,37 @@ static uintptr_t carve(size_t len) {
     return a;
 }
 
-/* Pages of their own for an object of len bytes of pages: 0 when out of addresses or
- * memory. */
-static uintptr_t map_own_pages(size_t len, size_t align) {
+/* Pages of their own for an object of *len bytes of pages: a freed object's kept pages if
+ * any fit and the caller needs no zeros (*len grows when they come with room to spare),
+ * else fresh ones. 0 when out of addresses or memory. */
+static uintptr_t map_own_pages(size_t *len, size_t align, bool zero) {
     /* Objects of 2 MiB and more are 2 MiB-aligned and asked for transparent huge pages: one
-     * fault per 2 MiB instead of 512 (their pages are fresh anyway, never reused). */
-    bool huge = len >= HUGE_MIN;
-    uintptr_t a = region_take(len, huge && align < HUGE_MIN ? HUGE_MIN : align);
+     * fault per 2 MiB instead of 512. */
+    bool huge = *len >= HUGE_MIN;
+    bool kept = !zero && *len > CARVE_MAX;
+    /* (With room for a kept run's rest too small to serve any other object.) */
+    size_t room = kept ? *len + CARVE_MAX : *len;
+    uintptr_t a = region_take(room, huge && align < HUGE_MIN ? HUGE_MIN : align);
+    if (a && kept) {
+        long delta = mapview_delta(a, a + room - OSCAR_PAGE, VIEW_OTHER, 0);
+        size_t got = keep_take(a, *len, room);
+        if (got) {
+            maplimit_add(delta); /* (a moved mapping merges with none of its neighbours) */
+            *len = got;
+            return a;
+        }
+    }
     /* Objects up to POPULATE_MAX are prefaulted in the mmap call: a fault taken one page at
      * a time costs ~8 us here, a page populated ~0.5 us, and a small object is used whole. */
-    if (!a || !map_fresh(a, len, len <= POPULATE_MAX))
+    if (!a || !map_fresh(a, *len, *len <= POPULATE_MAX))
         return 0;
     if (huge) /* (its flag keeps it from merging with its neighbours while it lives: up to
                * two mappings the estimate misses; maplimit recounts near the limit) */
-        os_advise_huge((void *)a, len);
+        os_advise_huge((void *)a, *len);
     return a;
 }
 
-static void *alloc_pages(size_t size, size_t len, size_t align) {
+static void *alloc_pages(size_t size, size_t len, size_t align, bool zero) {
     if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
         oscar_init();
     if (size > LARGE_MAX || len > LARGE_MAX || atomic_load(&oscar_init_state) != 2) {
@@ -149,7 +163,7 @@ static void *alloc_pages(size_t size, size_t len, size_t align) {
     }
     uintptr_t a = len <= CARVE_MAX && align <= OSCAR_PAGE && os_guards_usable() ? carve(len) : 0;
     if (!a)
-        a = map_own_pages(len, align);
+        a = map_own_pages(&len, align, zero);
     if (!a) {
         errno = ENOMEM;
         return NULL;
@@ -160,9 +174,17 @@ static void *alloc_pages(size_t size, size_t len, size_t align) {
     return (void *)a;
 }
 
-void *large_alloc(size_t size, size_t align) { return alloc_pages(size, large_len(size), align); }
+void *large_alloc(size_t size, size_t align) {
+    return alloc_pages(size, large_len(size), align, false);
+}
 
-void *large_alloc_room(size_t size, size_t len) { return alloc_pages(size, len, OSCAR_PAGE); }
+void *large_alloc_zeroed(size_t size) {
+    return alloc_pages(size, large_len(size), OSCAR_PAGE, true);
+}
+
+void *large_alloc_room(size_t size, size_t len) {
+    return alloc_pages(size, len, OSCAR_PAGE, false);
+}
 
 /* The first page of the guard-revoked large object that page p belongs to, or 0. */
 static uintptr_t dead_head(uintptr_t p) {
@@ -214,8 +236,42 @@ void large_batch_revoked(uintptr_t a, size_t len) {
     retire_dead_stretch(a, len);
 }
 
-bool large_free(uintptr_t a, uint64_t e) {
+/* The freed object at a (marked PK_LARGE_FREED, len bytes of pages) becomes PROT_NONE;
+ * delta: the mappings that adds, counted before it was marked. */
+static void revoke_freed(uintptr_t a, size_t len, long delta) {
+    if (os_revoke((void *)a, len) != 0) {
+        /* Cannot split the mapping: the pages stay, never reused; still a double free
+         * if freed again. */
+        maplimit_on_enomem();
+        return;
+    }
+    maplimit_add(delta);
+    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
+}
+
+/* A freed object with a mapping of its own (carved ones share their chunk's): its pages go
+ * to the keep for the next large objects, then its addresses are revoked. It is marked
+ * PK_LARGE_FREED, not guarded, while they move: another thread's free must not take it
+ * into a PROT_NONE dead stretch (retire_dead_stretch) before they have. */
+static bool free_to_keep(uintptr_t a, uint64_t e, size_t len) {
+    long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
+    if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_FREED)))
+        return false;
+    keep_put(a, len);
+    if (os_guards_usable() && os_guard((void *)a, len) == 0) {
+        region_store(a, entry_with_kind(e, PK_LARGE_GUARDED));
+        large_batch_revoked(a, len);
+    } else {
+        revoke_freed(a, len, delta);
+    }
+    return true;
+}
+
+/* large_free; keep: the object still has its pages (not moved away by a realloc). */
+static bool free_object(uintptr_t a, uint64_t e, bool keep) {
     size_t len = large_capacity(a, e);
+    if (keep && len > CARVE_MAX && !maplimit_degraded())
+        return free_to_keep(a, e, len);
     if (os_guards_usable()) {
         /* Fast mode: up to FAST_BATCH_MAX, poisoned like packed objects (a dangling read
          * learns nothing) and revoked with the thread's next batch; a second free is
@@ -253,17 +309,11 @@ bool large_free(uintptr_t a, uint64_t e) {
     }
     if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_FREED)))
         return false;
-    int err = os_revoke((void *)a, len);
-    if (err) {
-        /* Cannot split the mapping: the pages stay, never reused; still a double free
-         * if freed again. */
-        maplimit_on_enomem();
-        return true;
-    }
-    maplimit_add(delta);
-    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
+    revoke_freed(a, len, delta);
     return true;
 }
+
+bool large_free(uintptr_t a, uint64_t e) { return free_object(a, e, true); }
 
 void large_revoke_now(uintptr_t a, uint64_t e) {
     size_t len = large_capacity(a, e);
@@ -302,6 +352,6 @@ void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size) {
     maplimit_add(1);
     stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, (int64_t)new_len);
     /* If another thread freed a at the same moment, its free reports the double free. */
-    large_free(a, e);
+    free_object(a, e, false);
     return (void *)b;
 }

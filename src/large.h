@@ -8,6 +8,8 @@
 #include "oscar_internal.h"
 
 void *large_alloc(size_t size, size_t align);
+/* For calloc: fresh pages, which the kernel zeroes (never a freed object's kept pages). */
+void *large_alloc_zeroed(size_t size);
 /* A large object of size bytes with len bytes of pages (len >= large_len(size)): the room
  * past its size lets later reallocs grow it in place. */
 void *large_alloc_room(size_t size, size_t len);

@@ -1,0 +1,28 @@
+/* keep: the memory of freed large objects, kept for the next ones. A freed object's pages
+ * are moved (mremap, no copy) out of its never-reused addresses into a private area of
+ * ours, and a later large object gets them moved to its own new addresses: no page faults
+ * and no zeroing, where fresh pages cost a fault each. The freed addresses are revoked as
+ * before; only the physical memory is reused, as the design allows.
+ * Bounded by OSCAR_KEEP_FREED_MIB (bytes kept, over the whole process) and by a few slots.
+ * Kept pages hold a freed object's old bytes: calloc zeroes what it gets. */
+#ifndef OSCAR_KEEP_H
+#define OSCAR_KEEP_H
+#include "oscar_internal.h"
+
+/* Reserve the area (one mapping, PROT_NONE, no memory). Off if it cannot. */
+void keep_init(void);
+/* The freed large object [a, a + len) is one private mapping of its own: move its pages
+ * into the keep if there is room. [a, a + len) stays mapped with no pages (the caller
+ * revokes it). True if kept. */
+bool keep_put(uintptr_t a, size_t len);
+/* Give [a, a + len) (a free part of our PROT_NONE reservation, of max_len bytes) kept
+ * pages, moved there: the bytes given (len, or up to max_len when what would stay kept is
+ * too small to serve anyone), or 0 if none fit (the caller maps fresh ones). */
+size_t keep_take(uintptr_t a, size_t len, size_t max_len);
+/* fork: keep the slots consistent across it. */
+void keep_lock(void);
+void keep_unlock(void);
+/* In the child (lock held): slots that threads which no longer exist were moving pages in
+ * or out of are forgotten; then unlocks. */
+void keep_after_fork_child(void);
+#endif
