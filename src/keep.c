@@ -10,6 +10,8 @@
 #define KEEP_SLOTS 16
 /* Bigger objects are never kept: one would take most of a budget others could share. */
 #define KEEP_OBJECT_MAX (256UL << 20)
+/* Smaller objects are carved from their thread's chunk (large.c), never kept. */
+#define KEEP_MIN (64UL << 10)
 /* Windows are 2 MiB-aligned, so an object's transparent huge pages move as they are. */
 #define KEEP_ALIGN (2UL << 20)
 
@@ -96,8 +98,15 @@ static struct keep_slot *slot_for(size_t len, uintptr_t *victim_at, size_t *vict
     return s;
 }
 
+/* Kept pages come to a new object as a mapping of its own (a moved mapping merges with
+ * none of its neighbours): only while mappings are plenty. Guard markers are needed too:
+ * without them every freed object already costs a PROT_NONE mapping. */
+static bool keep_usable(size_t len) {
+    return keep.area && len > KEEP_MIN && len <= keep.window && os_guards_usable() && maplimit_plenty();
+}
+
 bool keep_put(uintptr_t a, size_t len) {
-    if (!keep.area || len > keep.window || maplimit_degraded())
+    if (!keep_usable(len))
         return false;
     uintptr_t victim_at;
     size_t victim_len;
@@ -122,9 +131,9 @@ bool keep_put(uintptr_t a, size_t len) {
     return true;
 }
 
-size_t keep_take(uintptr_t a, size_t len, size_t max_len) {
-    if (!keep.area || len > keep.window)
-        return 0;
+bool keep_claim(size_t len, struct keep_claim *c) {
+    if (!keep_usable(len))
+        return false;
     keep_lock();
     struct keep_slot *best = NULL;
     for (unsigned i = 0; i < KEEP_SLOTS; i++) {
@@ -136,14 +145,25 @@ size_t keep_take(uintptr_t a, size_t len, size_t max_len) {
         best->busy = true;
     keep_unlock();
     if (!best)
-        return 0;
+        return false;
+    c->slot = best;
     /* A rest too small for any object kept goes with this one (as room to grow). */
-    size_t take = best->len <= max_len ? best->len : len;
-    if (os_move_pages((void *)best->at, (void *)a, take) != 0) {
-        slot_done(best, best->at, best->len, 0);
-        return 0;
+    c->len = best->len - len < KEEP_MIN ? best->len : len;
+    return true;
+}
+
+void keep_release(const struct keep_claim *c) {
+    struct keep_slot *s = c->slot;
+    slot_done(s, s->at, s->len, 0);
+}
+
+bool keep_move(const struct keep_claim *c, uintptr_t a) {
+    struct keep_slot *s = c->slot;
+    if (os_move_pages((void *)s->at, (void *)a, c->len) != 0) {
+        keep_release(c);
+        return false;
     }
-    slot_done(best, best->at + take, best->len - take, -(int64_t)take);
+    slot_done(s, s->at + c->len, s->len - c->len, -(int64_t)c->len);
     stats_add(STAT_LARGE_REUSED, 1);
-    return take;
+    return true;
 }

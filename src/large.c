@@ -128,19 +128,20 @@ static uintptr_t carve(size_t len) {
  * any fit and the caller needs no zeros (*len grows when they come with room to spare),
  * else fresh ones. 0 when out of addresses or memory. */
 static uintptr_t map_own_pages(size_t *len, size_t align, bool zero) {
+    struct keep_claim kept;
+    bool from_keep = !zero && keep_claim(*len, &kept);
+    size_t room = from_keep ? kept.len : *len;
     /* Objects of 2 MiB and more are 2 MiB-aligned and asked for transparent huge pages: one
      * fault per 2 MiB instead of 512. */
     bool huge = *len >= HUGE_MIN;
-    bool kept = !zero && *len > CARVE_MAX;
-    /* (With room for a kept run's rest too small to serve any other object.) */
-    size_t room = kept ? *len + CARVE_MAX : *len;
     uintptr_t a = region_take(room, huge && align < HUGE_MIN ? HUGE_MIN : align);
-    if (a && kept) {
+    if (from_keep && !a)
+        keep_release(&kept);
+    if (from_keep && a) {
         long delta = mapview_delta(a, a + room - OSCAR_PAGE, VIEW_OTHER, 0);
-        size_t got = keep_take(a, *len, room);
-        if (got) {
+        if (keep_move(&kept, a)) {
             maplimit_add(delta); /* (a moved mapping merges with none of its neighbours) */
-            *len = got;
+            *len = room;
             return a;
         }
     }

@@ -102,6 +102,10 @@ bool maplimit_defer(long delta) {
 
 bool maplimit_degraded(void) { return atomic_load_explicit(&degraded, memory_order_relaxed); }
 
+bool maplimit_plenty(void) {
+    return atomic_load_explicit(&estimate, memory_order_relaxed) < soft_limit / 2;
+}
+
 void maplimit_on_enomem(void) {
     atomic_store(&next_recount, 0);
     recount();

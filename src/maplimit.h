@@ -19,4 +19,7 @@ bool maplimit_defer(long delta);
 /* An mmap of ours failed with ENOMEM: recount and degrade if that is why. */
 void maplimit_on_enomem(void);
 bool maplimit_degraded(void);
+/* True while the estimate is below half the soft limit: room for mappings that save time
+ * but never merge with their neighbours (keep.c). */
+bool maplimit_plenty(void);
 #endif
