@@ -12,6 +12,7 @@
 #include "os.h"
 #include "packed.h"
 #include "quarantine.h"
+#include "reclaim.h"
 #include "region.h"
 #include "report.h"
 #include "size_class.h"
@@ -47,6 +48,7 @@ void oscar_init(void) {
     if ((err = region_init()) != 0)
         report_fatal("cannot reserve address space for shadow pages (try a smaller "
                      "OSCAR_VA_GIB)", err);
+    reclaim_init(); /* (before the first region_take: alignment gaps are marked in it) */
     packed_init();
     if ((err = canon_init()) != 0)
         report_fatal("cannot create the canonical heap (memfd)", err);

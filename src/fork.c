@@ -13,6 +13,7 @@
 #include "canon.h"
 #include "os.h"
 #include "quarantine.h"
+#include "reclaim.h"
 #include "region.h"
 #include "report.h"
 #include "stack.h"
@@ -105,6 +106,7 @@ static void child(void) {
     stack_after_fork();
     thread_after_fork_child();
     keep_after_fork_child();
+    reclaim_after_fork_child();
     quarantine_unlock();
     canon_unlock_all();
     thread_unlock_registry();

@@ -3,6 +3,7 @@
 #include "api.h"
 #include "canon.h"
 #include "packed.h"
+#include "reclaim.h"
 #include "size_class.h"
 
 struct object_info object_describe(uintptr_t addr) {
@@ -14,6 +15,11 @@ struct object_info object_describe(uintptr_t addr) {
     uint64_t e = region_load(page);
     switch (entry_kind(e)) {
     case PK_NONE:
+        if (reclaim_is_reclaimed(page)) {
+            o.state = OBJ_RECLAIMED; /* every object there was freed long ago */
+            o.start = addr;
+        }
+        return o;
     case PK_READY:
         return o;
     case PK_POISON:

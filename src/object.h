@@ -11,6 +11,8 @@ enum object_state {
     OBJ_FREED,         /* revoked */
     OBJ_QUARANTINED,   /* freed, shadow not yet revoked */
     OBJ_POISON,        /* the poison window: a pointer read from a freed packed object */
+    OBJ_RECLAIMED,     /* freed long ago: its chunk's records are reclaimed (reclaim.h),
+                        * so its start, size and stacks are unknown */
 };
 
 struct object_info {

@@ -140,6 +140,15 @@ int os_drop(void *addr, size_t len) {
     return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_DONTNEED, 0, 0, 0));
 }
 
+int os_drop_ranges(const struct iovec *ranges, unsigned n) {
+    int err = madvise_ranges(ranges, n, MADV_DONTNEED);
+    if (err != ENOSYS && err != EINVAL && err != EBADF && err != EPERM)
+        return err;
+    for (unsigned i = 0; i < n && !err; i++) /* (kernels before 6.13: no PIDFD_SELF) */
+        err = os_drop(ranges[i].iov_base, ranges[i].iov_len);
+    return err;
+}
+
 int os_map_private(void *addr, size_t len, bool populate) {
     int err;
     void *p = mmap_raw(addr, len, PROT_READ | PROT_WRITE,

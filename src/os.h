@@ -50,6 +50,9 @@ bool os_guards_usable(void);
 void os_guards_disable(void);
 /* Give the memory of private pages back (MADV_DONTNEED); the mapping stays. */
 int os_drop(void *addr, size_t len);
+/* The same for n ranges in one call (one madvise each where process_madvise is missing);
+ * on PROT_NONE ranges the kernel frees page tables left empty. */
+int os_drop_ranges(const struct iovec *ranges, unsigned n);
 /* Replace [addr, addr+len) inside our reservation with fresh private read-write pages,
  * prefaulted in the same call if populate. */
 int os_map_private(void *addr, size_t len, bool populate);

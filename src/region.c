@@ -2,6 +2,7 @@
 #include "region.h"
 #include "options.h"
 #include "os.h"
+#include "reclaim.h"
 
 struct region oscar_region;
 
@@ -36,9 +37,29 @@ uintptr_t region_take(size_t len, size_t align) {
         if (start + len < start || start + len > oscar_region.end)
             return 0;
         if (atomic_compare_exchange_weak_explicit(&oscar_region.bump, &cur, start + len,
-                                                  memory_order_relaxed, memory_order_relaxed))
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            if (start > cur)
+                region_abandon(cur, start); /* the alignment gap */
+            reclaim_note_bump(start + len);
             return start;
+        }
     }
+}
+
+static void abandon_pages(uintptr_t lo, uintptr_t hi) {
+    for (uintptr_t p = lo; p < hi; p += OSCAR_PAGE)
+        region_store(p, ENTRY_ABANDONED);
+}
+
+void region_abandon(uintptr_t lo, uintptr_t hi) {
+    uintptr_t a = align_up(lo, RECLAIM_CHUNK), b = hi & ~(RECLAIM_CHUNK - 1);
+    if (a >= b) {
+        abandon_pages(lo, hi); /* less than two chunks: no whole one inside */
+        return;
+    }
+    abandon_pages(lo, a);
+    reclaim_mark_never(a, b);
+    abandon_pages(b, hi);
 }
 
 uintptr_t region_used(void) {

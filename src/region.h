@@ -57,6 +57,9 @@ static inline uint64_t entry_large(enum page_kind k, uint64_t payload) {
     return (uint64_t)k | payload << 4;
 }
 static inline uint64_t entry_payload(uint64_t e) { return e >> 4; }
+/* A page never handed out that never will be (a thread's slice rest, an alignment gap):
+ * still PK_NONE for reports, but dead for reclaim.h. */
+#define ENTRY_ABANDONED entry_large(PK_NONE, 1)
 
 struct region {
     uintptr_t base, end;
@@ -86,6 +89,9 @@ int region_init(void);
 /* Take len bytes (multiple of a page) aligned to align from the bump pointer, or 0 when the
  * region is exhausted. Lock-free. */
 uintptr_t region_take(size_t len, size_t align);
+/* [lo, hi) will never be handed out: mark it so (reclaim.h). Only the pages of partly
+ * covered chunks are written; whole chunks are marked by a byte each. */
+void region_abandon(uintptr_t lo, uintptr_t hi);
 /* Bytes of the region handed out so far. */
 uintptr_t region_used(void);
 #endif

@@ -48,14 +48,21 @@ static void print_stored(struct fmt *f, int fd, const char *what, uint32_t tid, 
         fmt_str(f, "    (stack not recorded: the stack store is full; raise OSCAR_STACK_STORE_MIB)\n");
 }
 
+/* The second line for an address whose chunk was reclaimed (reclaim.h). */
+#define RECLAIMED_WHY                                                                      \
+    "every object around the address was freed long ago; oscar has since reclaimed their " \
+    "records, so the object's size and stacks are unknown\n"
+
 /* The free and allocation stacks of a heap object, as AddressSanitizer prints them. */
 static void print_history(struct fmt *f, int fd, const struct object_info *o) {
     if (!stack_depth) {
         fmt_str(f, "(allocation and free stacks are off: OSCAR_STACK_DEPTH=0)\n");
         return;
     }
-    if (entry_kind(o->entry) == PK_PACKED || entry_kind(o->entry) == PK_PACKED_FREED) {
-        fmt_str(f, "(no stacks for objects on packed shadow pages: see the mapping-limit warning)\n");
+    enum page_kind k = entry_kind(o->entry);
+    if (k == PK_PACKED || k == PK_PACKED_FREED || k == PK_PACKED_GUARDED) {
+        fmt_str(f, "(no stacks for objects that share a shadow page: OSCAR_MODE=fast, or past the "
+                    "mapping-limit warning)\n");
         return;
     }
     struct obj_record *r = stack_record(o->start & ~(OSCAR_PAGE - 1));
@@ -142,6 +149,10 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
         fmt_hex(&f, addr);
         fmt_str(&f, " (pointer read from a freed object)");
         break;
+    case OBJ_RECLAIMED:
+        fmt_str(&f, "oscar: double-free on address ");
+        fmt_hex(&f, addr);
+        break;
     case OBJ_NOT_OURS:
         fmt_str(&f, "oscar: invalid-free on address ");
         fmt_hex(&f, addr);
@@ -153,12 +164,17 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
         describe_location(&f, addr, &o);
         fmt_str(&f, o.state == OBJ_LIVE ? "the region is allocated" : "the region was freed");
         fmt_str(&f, "; the bad pointer was passed to ");
+    } else if (o.state == OBJ_RECLAIMED) {
+        fmt_str(&f, RECLAIMED_WHY);
+        fmt_str(&f, "the bad pointer was passed to ");
     } else {
         fmt_str(&f, "the bad pointer was passed to ");
     }
     fmt_str(&f, caller_name[who]);
     fmt_str(&f, "()\n");
-    print_current(&f, fd, o.state == OBJ_FREED && at_start ? "double free" : "bad free");
+    print_current(&f, fd, (o.state == OBJ_FREED && at_start) || o.state == OBJ_RECLAIMED
+                              ? "double free"
+                              : "bad free");
     if (o.state == OBJ_FREED || o.state == OBJ_QUARANTINED || o.state == OBJ_LIVE)
         print_history(&f, fd, &o);
     fmt_flush(&f, fd);
@@ -167,7 +183,8 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
 
 bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
     struct object_info o = object_describe(addr);
-    if (o.state != OBJ_FREED && o.state != OBJ_NEVER && o.state != OBJ_POISON)
+    if (o.state != OBJ_FREED && o.state != OBJ_NEVER && o.state != OBJ_POISON &&
+        o.state != OBJ_RECLAIMED)
         return false;
     char buf[1024];
     struct fmt f = FMT_INIT(buf);
@@ -187,6 +204,8 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     } else if (o.state == OBJ_FREED) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region was freed; its shadow page is revoked\n");
+    } else if (o.state == OBJ_RECLAIMED) {
+        fmt_str(&f, RECLAIMED_WHY);
     } else if (o.state == OBJ_POISON) {
         fmt_str(&f, "the address is oscar's poison: a pointer read from a freed object was "
                     "followed (freed objects sharing a shadow page are filled with it)\n");

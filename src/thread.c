@@ -133,6 +133,8 @@ uintptr_t thread_take_shadow(struct thread_cache *tc, size_t pages) {
         uintptr_t s = region_take(slice, 2UL << 20);
         if (!s)
             return 0;
+        if (tc->slice_cur < tc->slice_end)
+            region_abandon(tc->slice_cur, tc->slice_end); /* never handed out now */
         tc->slice_cur = s;
         tc->slice_end = s + slice;
     }
