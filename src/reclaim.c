@@ -1,5 +1,6 @@
 /* reclaim: see reclaim.h. */
 #include "reclaim.h"
+#include "fmt.h"
 #include "os.h"
 #include "region.h"
 #include "stack.h"
@@ -20,6 +21,8 @@ enum chunk_state {
     CHUNK_RECLAIMED = 2, /* its objects were all freed; entries, records, page table gone */
     CHUNK_NEVER = 3,     /* inside an alignment gap or slice rest: never handed out */
 };
+#define STATE_MASK 3
+#define PENDING 4 /* (a flag with the state) on the pending list: never recycled */
 
 static _Atomic uint8_t *state; /* one byte per chunk of the region */
 static size_t chunks;
@@ -30,7 +33,12 @@ static _Atomic uintptr_t next_sweep;
  * the list as they go (read at r, survivors written back at w <= r), so a pass costs the
  * chunks still in use, however many were reclaimed before them. */
 static uint32_t *pending;
-static size_t n_pending, r, w, frontier;
+static size_t n_pending, r, w, frontier, passes;
+/* Once the region is used up (region_take), the addresses of reclaimed chunks are handed
+ * out again, oldest first, from a window of consecutive ones (under busy). */
+static uintptr_t window_cur, window_end;
+static size_t recycle_next;
+static atomic_int recycle_warned;
 
 void reclaim_init(void) {
     chunks = (oscar_region.end - oscar_region.base) / RECLAIM_CHUNK;
@@ -47,16 +55,29 @@ void reclaim_init(void) {
 static size_t chunk_of(uintptr_t a) { return (a - oscar_region.base) / RECLAIM_CHUNK; }
 static uintptr_t chunk_base(size_t i) { return oscar_region.base + i * RECLAIM_CHUNK; }
 
+static enum chunk_state chunk_state(size_t i) {
+    return atomic_load_explicit(&state[i], memory_order_relaxed) & STATE_MASK;
+}
+/* (Keeps the PENDING flag: threads marking slice rests never race the list.) */
+static void set_state(size_t i, enum chunk_state s) {
+    uint8_t old = atomic_load_explicit(&state[i], memory_order_relaxed);
+    while (!atomic_compare_exchange_weak(&state[i], &old, (uint8_t)((old & PENDING) | s)))
+        ;
+}
+static void add_pending(size_t i) {
+    pending[n_pending++] = (uint32_t)i;
+    atomic_fetch_or(&state[i], PENDING);
+}
+
 bool reclaim_is_reclaimed(uintptr_t a) {
-    return state && region_contains(a) &&
-           atomic_load_explicit(&state[chunk_of(a)], memory_order_relaxed) == CHUNK_RECLAIMED;
+    return state && region_contains(a) && chunk_state(chunk_of(a)) == CHUNK_RECLAIMED;
 }
 
 void reclaim_mark_never(uintptr_t lo, uintptr_t hi) {
     if (!state)
         return;
     for (uintptr_t c = lo; c + RECLAIM_CHUNK <= hi; c += RECLAIM_CHUNK)
-        atomic_store_explicit(&state[chunk_of(c)], CHUNK_NEVER, memory_order_relaxed);
+        set_state(chunk_of(c), CHUNK_NEVER);
 }
 
 /* Revoked for good: its entry will never change again but for a late report. */
@@ -104,7 +125,8 @@ static void drop_chunks(const size_t *drop, unsigned n) {
     for (unsigned j = 0; j < n; j++)
         m = os_ranges_add(r, m, (uintptr_t)stack_record(chunk_base(drop[j])),
                           CHUNK_PAGES * sizeof(struct obj_record));
-    /* Marked first: a report racing with the drop then says "reclaimed", never "wild". */
+    /* Marked first: a report racing with the drop then says "reclaimed", never "wild".
+     * (Off the pending list now.) */
     for (unsigned j = 0; j < n; j++)
         atomic_store_explicit(&state[drop[j]], CHUNK_RECLAIMED, memory_order_relaxed);
     if (os_drop_ranges(r, m) != 0)
@@ -115,8 +137,8 @@ static void drop_chunks(const size_t *drop, unsigned n) {
 static void sweep(uintptr_t bump) {
     size_t limit = chunk_of(bump); /* chunks wholly handed out */
     for (; frontier < limit; frontier++)
-        if (atomic_load_explicit(&state[frontier], memory_order_relaxed) < CHUNK_RECLAIMED)
-            pending[n_pending++] = (uint32_t)frontier;
+        if (chunk_state(frontier) < CHUNK_RECLAIMED)
+            add_pending(frontier);
     size_t drop[DROP_MAX];
     unsigned n = 0;
     for (unsigned looked = 0; looked < SWEEP_CHUNKS && n < DROP_MAX; looked++) {
@@ -125,17 +147,22 @@ static void sweep(uintptr_t bump) {
              * chunk's two visits must be apart in time). */
             n_pending = w;
             r = w = 0;
+            passes++;
             break;
         }
         size_t i = pending[r++];
-        uint8_t s = atomic_load_explicit(&state[i], memory_order_relaxed);
+        enum chunk_state s = chunk_state(i);
+        if (s >= CHUNK_RECLAIMED) {
+            atomic_fetch_and(&state[i], (uint8_t)~PENDING); /* a slice rest left unused */
+            continue;
+        }
         if (!chunk_dead(i)) {
-            atomic_store_explicit(&state[i], CHUNK_UNKNOWN, memory_order_relaxed);
+            set_state(i, CHUNK_UNKNOWN);
             pending[w++] = (uint32_t)i;
         } else if (s == CHUNK_SEEN_DEAD) {
             drop[n++] = i; /* (leaves the list) */
         } else {
-            atomic_store_explicit(&state[i], CHUNK_SEEN_DEAD, memory_order_relaxed);
+            set_state(i, CHUNK_SEEN_DEAD);
             pending[w++] = (uint32_t)i;
         }
     }
@@ -156,3 +183,79 @@ void reclaim_note_bump(uintptr_t bump) {
 }
 
 void reclaim_after_fork_child(void) { atomic_flag_clear(&busy); }
+
+static bool recyclable(size_t i) {
+    uint8_t s = atomic_load_explicit(&state[i], memory_order_relaxed);
+    return (s & STATE_MASK) >= CHUNK_RECLAIMED && !(s & PENDING);
+}
+
+static void warn_recycling(void) {
+    if (atomic_exchange(&recycle_warned, 1))
+        return;
+    char buf[512];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: warning: the shadow address space is used up (");
+    fmt_u64(&f, (oscar_region.end - oscar_region.base) >> 30);
+    fmt_str(&f, " GiB): addresses of objects freed long ago are handed out again, so a pointer "
+                "left dangling since then may reach a new object; raise OSCAR_VA_GIB (up to "
+                "65536)\n");
+    fmt_flush(&f, 2);
+}
+
+/* The next run of consecutive recyclable chunks, at least need long (up to 16, a thread
+ * slice), oldest first, made the window; false when there is none. */
+static bool next_window(size_t need) {
+    size_t want = need > 16 ? need : 16;
+    for (size_t scanned = 0; scanned < chunks;) {
+        size_t i = recycle_next < chunks ? recycle_next : 0, n = 0;
+        while (i + n < chunks && n < want && recyclable(i + n))
+            n++;
+        scanned += n + 1;
+        recycle_next = i + n + 1;
+        if (n < need)
+            continue;
+        for (size_t j = i; j < i + n; j++) {
+            set_state(j, CHUNK_UNKNOWN);
+            add_pending(j); /* reclaimed again once dead again */
+        }
+        stats_add(STAT_CHUNKS_RECYCLED, n);
+        window_cur = chunk_base(i);
+        window_end = chunk_base(i + n);
+        return true;
+    }
+    return false;
+}
+
+uintptr_t reclaim_recycle(size_t len, size_t align) {
+    if (!state || align > RECLAIM_CHUNK || len > chunks * RECLAIM_CHUNK)
+        return 0;
+    while (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
+        ; /* a sweep or another recycle: both bounded */
+    uintptr_t a = align_up(window_cur, align);
+    if (!window_cur || a + len > window_end || a + len < a) {
+        if (window_cur < window_end)
+            region_abandon(window_cur, window_end); /* never handed out now */
+        window_cur = window_end = 0;
+        /* No more bump pointer to trigger sweeps: each window triggers one, and when no
+         * window is found, two whole passes over the pending chunks (a dead chunk needs
+         * two visits) before giving up. */
+        uintptr_t bump = atomic_load(&oscar_region.bump);
+        size_t need = (len + RECLAIM_CHUNK - 1) / RECLAIM_CHUNK, p0 = passes;
+        sweep(bump);
+        bool found = next_window(need);
+        while (!found && passes < p0 + 3) {
+            sweep(bump);
+            found = next_window(need);
+        }
+        a = found ? window_cur : 0;
+    }
+    if (a) {
+        if (a > window_cur)
+            region_abandon(window_cur, a);
+        window_cur = a + len;
+    }
+    atomic_flag_clear_explicit(&busy, memory_order_release);
+    if (a)
+        warn_recycling();
+    return a;
+}

@@ -14,7 +14,13 @@
  * in one system call with the others of its sweep: MADV_DONTNEED on its addresses (the
  * kernel frees the empty page table), its entries and its records (they read as zeros
  * after). A byte per chunk remembers it, so a late access or free there is still reported
- * as a use after free or double free, without the object's size and stacks. */
+ * as a use after free or double free, without the object's size and stacks.
+ *
+ * Addresses run out too: at the rate strict mode can allocate (~300,000 objects a second,
+ * a page each), 16 TiB lasts hours. When the region is used up, the addresses of reclaimed
+ * chunks, oldest first, are handed out again (reclaim_recycle), with one warning: a pointer
+ * left dangling since then could reach a new object, where the program would otherwise get
+ * NULL from malloc and most likely die. */
 #ifndef OSCAR_RECLAIM_H
 #define OSCAR_RECLAIM_H
 #include "oscar_internal.h"
@@ -29,6 +35,9 @@ void reclaim_note_bump(uintptr_t bump);
 void reclaim_mark_never(uintptr_t lo, uintptr_t hi);
 /* Was the chunk holding address a reclaimed (its objects were all freed long ago)? */
 bool reclaim_is_reclaimed(uintptr_t a);
+/* The region is used up: len bytes aligned to align (at most a chunk) from the addresses of
+ * reclaimed chunks, oldest first, with a one-time warning; 0 if there are none. */
+uintptr_t reclaim_recycle(size_t len, size_t align);
 /* fork: the child has one thread, so a sweep another thread was running is over. */
 void reclaim_after_fork_child(void);
 #endif

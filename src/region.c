@@ -35,7 +35,7 @@ uintptr_t region_take(size_t len, size_t align) {
     for (;;) {
         uintptr_t start = align_up(cur, align < OSCAR_PAGE ? OSCAR_PAGE : align);
         if (start + len < start || start + len > oscar_region.end)
-            return 0;
+            return reclaim_recycle(len, align); /* used up: old addresses, or 0 */
         if (atomic_compare_exchange_weak_explicit(&oscar_region.bump, &cur, start + len,
                                                   memory_order_relaxed, memory_order_relaxed)) {
             if (start > cur)

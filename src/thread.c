@@ -131,6 +131,8 @@ uintptr_t thread_take_shadow(struct thread_cache *tc, size_t pages) {
     if (tc->slice_end - tc->slice_cur < len) {
         size_t slice = len > SLICE_BYTES ? len : SLICE_BYTES;
         uintptr_t s = region_take(slice, 2UL << 20);
+        if (!s && slice > len) /* (used up: recycled runs may be shorter than a slice) */
+            s = region_take(slice = align_up(len, 2UL << 20), 2UL << 20);
         if (!s)
             return 0;
         if (tc->slice_cur < tc->slice_end)

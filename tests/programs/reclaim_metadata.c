@@ -6,6 +6,8 @@
  *   none    nothing;
  *   uaf     reads it (must fault with the report);
  *   double  frees it again (must abort with the report);
+ *   recent  reads an object freed just now instead (must fault, even once the region is used
+ *           up and old addresses are handed out again);
  *   fork    forks; the child churns on, checks the live object and exits 0. */
 #include <string.h>
 #include <sys/wait.h>
@@ -68,6 +70,16 @@ int main(int argc, char **argv) {
         print_ptr("ptr", early);
         print_ptr("access", early + 8);
         printf("read %d\n", early[8]);
+        printf("NOT REACHED\n");
+        return 1;
+    }
+    if (!strcmp(action, "recent")) {
+        char *p = malloc(48);
+        strcpy(p, "freed just now");
+        free(p);
+        print_ptr("ptr", p);
+        print_ptr("access", p + 8);
+        printf("read %d\n", p[8]);
         printf("NOT REACHED\n");
         return 1;
     }
