@@ -5,7 +5,8 @@
  *
  * Lock order (prepare takes them top to bottom, parent and child release bottom to top):
  *   1. thread registry, 2. fallback cache, 3. class pools in class order, 4. empty-span
- *   pool, 5. packed reuse pools in class order, 6. quarantine, 7. kept large pages.
+ *   pool, 5. packed reuse pools in class order, 6. quarantine, 7. kept large pages,
+ *   8. the reclaim sweep (reclaim.h).
  * vfork and posix_spawn run no atfork handlers and need none: the child only execs. */
 #include "fork.h"
 #include "keep.h"
@@ -32,6 +33,7 @@ static void prepare(void) {
     canon_lock_all();
     quarantine_lock();
     keep_lock();
+    reclaim_lock();
     copy_err = canon_copy_for_child(&child_fd);
 }
 
@@ -39,6 +41,7 @@ static void parent(void) {
     if (!copy_err)
         os_close(child_fd);
     child_fd = -1;
+    reclaim_unlock();
     keep_unlock();
     quarantine_unlock();
     canon_unlock_all();
@@ -106,7 +109,7 @@ static void child(void) {
     stack_after_fork();
     thread_after_fork_child();
     keep_after_fork_child();
-    reclaim_after_fork_child();
+    reclaim_unlock();
     quarantine_unlock();
     canon_unlock_all();
     thread_unlock_registry();

@@ -179,10 +179,15 @@ void reclaim_note_bump(uintptr_t bump) {
     if (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
         return; /* a sweep is running: the next mark gets the next one */
     sweep(bump);
-    atomic_flag_clear_explicit(&busy, memory_order_release);
+    reclaim_unlock();
 }
 
-void reclaim_after_fork_child(void) { atomic_flag_clear(&busy); }
+void reclaim_lock(void) {
+    while (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
+        ; /* a sweep or a recycle: both bounded */
+}
+
+void reclaim_unlock(void) { atomic_flag_clear_explicit(&busy, memory_order_release); }
 
 static bool recyclable(size_t i) {
     uint8_t s = atomic_load_explicit(&state[i], memory_order_relaxed);
@@ -229,8 +234,7 @@ static bool next_window(size_t need) {
 uintptr_t reclaim_recycle(size_t len, size_t align) {
     if (!state || align > RECLAIM_CHUNK || len > chunks * RECLAIM_CHUNK)
         return 0;
-    while (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
-        ; /* a sweep or another recycle: both bounded */
+    reclaim_lock();
     uintptr_t a = align_up(window_cur, align);
     if (!window_cur || a + len > window_end || a + len < a) {
         if (window_cur < window_end)
@@ -254,7 +258,7 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
             region_abandon(window_cur, a);
         window_cur = a + len;
     }
-    atomic_flag_clear_explicit(&busy, memory_order_release);
+    reclaim_unlock();
     if (a)
         warn_recycling();
     return a;

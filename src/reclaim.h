@@ -38,6 +38,7 @@ bool reclaim_is_reclaimed(uintptr_t a);
 /* The region is used up: len bytes aligned to align (at most a chunk) from the addresses of
  * reclaimed chunks, oldest first, with a one-time warning; 0 if there are none. */
 uintptr_t reclaim_recycle(size_t len, size_t align);
-/* fork: the child has one thread, so a sweep another thread was running is over. */
-void reclaim_after_fork_child(void);
+/* fork: no sweep runs across it (the innermost lock: a sweep takes no other). */
+void reclaim_lock(void);
+void reclaim_unlock(void);
 #endif
