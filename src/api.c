@@ -9,6 +9,7 @@
 #include "fmt.h"
 #include "maplimit.h"
 #include "os.h"
+#include "reclaim.h"
 #include "region.h"
 #include "report.h"
 #include "stack.h"
@@ -393,7 +394,7 @@ void api_fork_child(void) {
         uint64_t e = region_load(p), c, d;
         enum page_kind k = entry_kind(e);
         if ((k != PK_ARENA && k != PK_VIEW) || api_page_view(p, e, &c) != VIEW_SHARED) {
-            p += OSCAR_PAGE;
+            p = reclaim_next_page(p);
             continue;
         }
         uintptr_t q = p + OSCAR_PAGE;

@@ -83,7 +83,7 @@ static void child(void) {
     for (uintptr_t p = oscar_region.base; p < end;) {
         uint64_t e = region_load(p);
         if (!maps_canonical(e)) {
-            p += OSCAR_PAGE;
+            p = reclaim_next_page(p);
             continue;
         }
         uintptr_t q = p + OSCAR_PAGE;

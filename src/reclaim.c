@@ -80,6 +80,12 @@ void reclaim_mark_never(uintptr_t lo, uintptr_t hi) {
         set_state(chunk_of(c), CHUNK_NEVER);
 }
 
+uintptr_t reclaim_next_page(uintptr_t p) {
+    if (state && !(p & (RECLAIM_CHUNK - 1)) && chunk_state(chunk_of(p)) >= CHUNK_RECLAIMED)
+        return p + RECLAIM_CHUNK;
+    return p + OSCAR_PAGE;
+}
+
 /* Revoked for good: its entry will never change again but for a late report. */
 static bool page_dead(uintptr_t p, uint64_t e) {
     switch (entry_kind(e)) {

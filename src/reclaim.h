@@ -31,6 +31,10 @@
 void reclaim_init(void);
 /* The region's bump pointer moved to `bump`: sweep if it crossed the next mark. */
 void reclaim_note_bump(uintptr_t bump);
+/* For whole-region walks (fork): the next page to look at after p, whose entry maps
+ * nothing. Whole chunks that hold nothing (reclaimed, or never handed out: the gap before
+ * the poison window alone is up to 4 GiB) are skipped without reading their entries. */
+uintptr_t reclaim_next_page(uintptr_t p);
 /* The whole chunks of [lo, hi) will never be handed out (region_abandon). */
 void reclaim_mark_never(uintptr_t lo, uintptr_t hi);
 /* Was the chunk holding address a reclaimed (its objects were all freed long ago)? */
