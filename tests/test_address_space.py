@@ -159,3 +159,17 @@ def test_used_up_region_still_catches_recent_use_after_free(runner):
 def location_line_for(v):
     from conftest import location_line
     return location_line(v["access"], v["ptr"], 48)
+
+
+@pytest.mark.parametrize("va_gib", ["16384", "1"])
+def test_reclaim_under_threads_and_fork(runner, va_gib):
+    """Four threads churn (small and large objects, some freed by another thread) while the
+    main thread forks children that churn too; with a 1 GiB region, chunks are reclaimed
+    and their addresses handed out again all along. Every object keeps its bytes."""
+    res = runner.oscar("reclaim_threads", "100000", "12",
+                       env={"OSCAR_VA_GIB": va_gib, "OSCAR_STATS": "1"}, timeout=SLOW_TIMEOUT)
+    assert_clean_run(res, allowed_warnings=[USED_UP_WARNING])
+    assert res.stdout.endswith("OK\n"), res.describe()
+    if va_gib == "1":
+        recycled = re.search(r"oscar-stats: chunks_recycled (\d+)", res.stderr)
+        assert recycled and int(recycled.group(1)) > 0, res.describe()
