@@ -165,6 +165,8 @@ static int api_arena_free(void *arena) {
     if (api_init() != 0 || !region_contains(a))
         return misuse(fn, arena, OSCAR_ENOTOURS, "not memory from oscar_arena_alloc");
     uint64_t e = region_load(a & ~(OSCAR_PAGE - 1));
+    if (reclaim_is_reclaimed(a) && entry_kind(e) == PK_NONE)
+        return misuse(fn, arena, OSCAR_EREVOKED, "freed long ago (its records were reclaimed)");
     if (entry_kind(e) == PK_VIEW)
         return misuse(fn, arena, OSCAR_ENOTOURS, "a view, not an arena (oscar_view_revoke "
                                                  "revokes views)");
@@ -215,6 +217,8 @@ static int api_view_create(void *ptr, size_t len, void **view) {
                                                "(memory from oscar_arena_alloc)");
     uintptr_t page = a & ~(OSCAR_PAGE - 1);
     uint64_t e = region_load(page);
+    if (reclaim_is_reclaimed(a) && entry_kind(e) == PK_NONE)
+        return misuse(fn, ptr, OSCAR_ENOTOURS, "the arena or view was freed long ago");
     if (entry_kind(e) == PK_VIEW)
         return misuse(fn, ptr, OSCAR_ENOTOURS, "the address is a view; create views of "
                                                "oscar_view_origin(view)");
@@ -271,6 +275,8 @@ static int api_view_revoke(void *view) {
         return misuse(fn, view, OSCAR_ENOTOURS, "not a view made by oscar_view_create");
     uintptr_t page = a & ~(OSCAR_PAGE - 1);
     uint64_t e = region_load(page);
+    if (reclaim_is_reclaimed(a) && entry_kind(e) == PK_NONE)
+        return misuse(fn, view, OSCAR_EREVOKED, "revoked long ago (its records were reclaimed)");
     if (entry_kind(e) == PK_ARENA)
         return misuse(fn, view, OSCAR_ENOTOURS, "arena memory, not a view");
     if (entry_kind(e) != PK_VIEW)
@@ -344,6 +350,14 @@ void api_describe(uintptr_t addr, uintptr_t page, uint64_t e, struct object_info
     o->size = size;
     o->entry = fe;
     o->state = entry_api_dead(fe) ? OBJ_FREED : OBJ_LIVE;
+}
+
+bool api_records_range(uintptr_t page, size_t pages, uintptr_t *at, size_t *len) {
+    if (!atomic_load_explicit(&ready, memory_order_acquire))
+        return false;
+    *at = (uintptr_t)rec_of(page);
+    *len = pages * sizeof(api_rec);
+    return true;
 }
 
 enum page_view api_page_view(uintptr_t page, uint64_t e, uint64_t *canon) {

@@ -24,6 +24,9 @@ void api_describe(uintptr_t addr, uintptr_t page, uint64_t e, struct object_info
 enum page_view api_page_view(uintptr_t page, uint64_t e, uint64_t *canon);
 /* report: the origin of a view (0 if addr is not in one). */
 uintptr_t api_view_origin_of(uintptr_t addr);
+/* reclaim.c: the side records of pages [page, page + pages), to give back with the chunk's
+ * other metadata; false while the API was never used (no records). */
+bool api_records_range(uintptr_t page, size_t pages, uintptr_t *at, size_t *len);
 /* fork.c: copy the arena file (prepare), drop the copy (parent), remap (child). */
 void api_fork_prepare(void);
 void api_fork_parent(void);

@@ -1,5 +1,6 @@
 /* reclaim: see reclaim.h. */
 #include "reclaim.h"
+#include "api.h"
 #include "fmt.h"
 #include "os.h"
 #include "region.h"
@@ -95,6 +96,9 @@ static bool page_dead(uintptr_t p, uint64_t e) {
     case PK_PACKED_FREED:
     case PK_LARGE_FREED:
         return true;
+    case PK_ARENA:
+    case PK_VIEW:
+        return entry_api_dead(e); /* a freed arena, a revoked view: PROT_NONE */
     case PK_LARGE_TAIL: {
         uintptr_t head = p - (entry_payload(e) << OSCAR_PAGE_SHIFT);
         if (!region_contains(head))
@@ -118,10 +122,11 @@ static bool chunk_dead(size_t i) {
     return true;
 }
 
-/* Drop the page tables, entries and records of the chunks in drop[0, n), in one call
- * (ranges of consecutive chunks merge: at most 3 per chunk). */
+/* Drop the page tables, entries and records (stacks, custom-allocator side records) of the
+ * chunks in drop[0, n), in one call (ranges of consecutive chunks merge: at most 4 per
+ * chunk). */
 static void drop_chunks(const size_t *drop, unsigned n) {
-    struct iovec r[3 * DROP_MAX];
+    struct iovec r[4 * DROP_MAX];
     unsigned m = 0;
     for (unsigned j = 0; j < n; j++)
         m = os_ranges_add(r, m, chunk_base(drop[j]), RECLAIM_CHUNK);
@@ -131,6 +136,11 @@ static void drop_chunks(const size_t *drop, unsigned n) {
     for (unsigned j = 0; j < n; j++)
         m = os_ranges_add(r, m, (uintptr_t)stack_record(chunk_base(drop[j])),
                           CHUNK_PAGES * sizeof(struct obj_record));
+    uintptr_t at;
+    size_t len;
+    for (unsigned j = 0; j < n; j++)
+        if (api_records_range(chunk_base(drop[j]), CHUNK_PAGES, &at, &len))
+            m = os_ranges_add(r, m, at, len);
     /* Marked first: a report racing with the drop then says "reclaimed", never "wild".
      * (Off the pending list now.) */
     for (unsigned j = 0; j < n; j++)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import (BUILD, HEX, LIB, REPO, assert_clean_run, assert_report, assert_same_output,
+from conftest import (BUILD, HEX, LIB, REPO, SLOW_TIMEOUT, assert_clean_run, assert_report, assert_same_output,
                       hexaddr, location_line, parse_values)
 
 UAF = r"oscar: heap-use-after-free on address %s \((READ|WRITE)\)"
@@ -121,6 +121,21 @@ def test_threads_create_and_revoke_concurrently(runner):
     res = runner.oscar("custom_pool", "threads", timeout=120)
     assert_clean_run(res)
     assert "bad bytes 0" in res.stdout and "free slots 4096" in res.stdout
+
+
+def test_long_running_cache_keeps_metadata_bounded(runner):
+    """500,000 views made and revoked (a cache running for a while): the metadata of chunks
+    whose views are all revoked is given back (~20 MiB of anonymous memory without that),
+    and an early view still faults when read and answers a second revoke with EREVOKED."""
+    res = runner.oscar("custom_pool", "long", "500000", timeout=SLOW_TIMEOUT)
+    v = parse_values(res.stdout)
+    assert "revoke again: OSCAR_EREVOKED" in res.stdout, res.describe()
+    assert 0 < v["anon_kib"] < 6144, res.describe()
+    assert res.returncode == -signal.SIGSEGV and "NOT REACHED" not in res.stdout, res.describe()
+    lines = res.stderr.splitlines()
+    at = [i for i, line in enumerate(lines) if re.fullmatch(uaf_line(v["item"] + 8), line)]
+    assert at and lines[at[0] + 1].startswith("every object around the address was freed long "
+                                              "ago"), res.describe()
 
 
 def test_fork_while_threads_create_and_revoke_views(runner):
