@@ -122,25 +122,32 @@ static bool chunk_dead(size_t i) {
     return true;
 }
 
-/* Drop the page tables, entries and records (stacks, custom-allocator side records) of the
- * chunks in drop[0, n), in one call (ranges of consecutive chunks merge: at most 4 per
- * chunk). */
+/* The entries and records (stacks, custom-allocator side records) of chunks [i, i + n), as
+ * three ranges. */
+static unsigned meta_ranges(struct iovec *r, size_t i, size_t n) {
+    size_t pages = n * CHUNK_PAGES;
+    unsigned m = 0;
+    r[m++] = (struct iovec){(void *)region_entry(chunk_base(i)), pages * sizeof(uint64_t)};
+    r[m++] = (struct iovec){stack_record(chunk_base(i)), pages * sizeof(struct obj_record)};
+    uintptr_t at;
+    size_t len;
+    if (api_records_range(chunk_base(i), pages, &at, &len))
+        r[m++] = (struct iovec){(void *)at, len};
+    return m;
+}
+
+/* Drop the page tables, entries and records of the chunks in drop[0, n), in one call (at
+ * most 4 ranges per chunk). */
 static void drop_chunks(const size_t *drop, unsigned n) {
-    struct iovec r[4 * DROP_MAX];
+    struct iovec r[4 * DROP_MAX], meta[3];
     unsigned m = 0;
     for (unsigned j = 0; j < n; j++)
         m = os_ranges_add(r, m, chunk_base(drop[j]), RECLAIM_CHUNK);
-    for (unsigned j = 0; j < n; j++)
-        m = os_ranges_add(r, m, (uintptr_t)region_entry(chunk_base(drop[j])),
-                          CHUNK_PAGES * sizeof(uint64_t));
-    for (unsigned j = 0; j < n; j++)
-        m = os_ranges_add(r, m, (uintptr_t)stack_record(chunk_base(drop[j])),
-                          CHUNK_PAGES * sizeof(struct obj_record));
-    uintptr_t at;
-    size_t len;
-    for (unsigned j = 0; j < n; j++)
-        if (api_records_range(chunk_base(drop[j]), CHUNK_PAGES, &at, &len))
-            m = os_ranges_add(r, m, at, len);
+    for (unsigned j = 0; j < n; j++) {
+        unsigned k = meta_ranges(meta, drop[j], 1);
+        for (unsigned q = 0; q < k; q++)
+            m = os_ranges_add(r, m, (uintptr_t)meta[q].iov_base, meta[q].iov_len);
+    }
     /* Marked first: a report racing with the drop then says "reclaimed", never "wild".
      * (Off the pending list now.) */
     for (unsigned j = 0; j < n; j++)
@@ -224,7 +231,8 @@ static void warn_recycling(void) {
 }
 
 /* The next run of consecutive recyclable chunks, at least need long (up to 16, a thread
- * slice), oldest first, made the window; false when there is none. */
+ * slice), oldest first, made the window; false when there is none. Its metadata is dropped
+ * once more, so it starts from zero entries whatever a racing late store left there. */
 static bool next_window(size_t need) {
     size_t want = need > 16 ? need : 16;
     for (size_t scanned = 0; scanned < chunks;) {
@@ -235,6 +243,9 @@ static bool next_window(size_t need) {
         recycle_next = i + n + 1;
         if (n < need)
             continue;
+        struct iovec r[3];
+        if (os_drop_ranges(r, meta_ranges(r, i, n)) != 0)
+            return false;
         for (size_t j = i; j < i + n; j++) {
             set_state(j, CHUNK_UNKNOWN);
             add_pending(j); /* reclaimed again once dead again */
