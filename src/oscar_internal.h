@@ -6,7 +6,8 @@
  *   shadow page     A virtual page, mapped (MAP_SHARED) onto one canonical page, through which
  *                   the user reaches exactly one object. free() revokes it (a guard marker,
  *                   or PROT_NONE), so any dangling pointer into it faults. Shadow addresses
- *                   come from a bump pointer and are never reused.
+ *                   come from a bump pointer and are never reused (until the region is
+ *                   used up: then those of long-dead chunks are, reclaim.h).
  *   span            RUN_PAGES consecutive canonical pages given to one size class.
  *   run             The shadow pages created by one mmap: consecutive canonical pages of a
  *                   span at consecutive shadow addresses, so the kernel keeps them as ONE

@@ -1,9 +1,9 @@
 /* region: the shadow address region and its page table.
  *
  * One big PROT_NONE reservation holds every shadow page and every large object. Addresses
- * are handed out by an atomic bump pointer and never handed out again; freed pages go back
- * to PROT_NONE, so neither we nor the kernel's placement of a later mmap can ever put a
- * mapping there. Each page of the region has an 8-byte entry in a flat table (O(1) lookup
+ * are handed out by an atomic bump pointer and never handed out again (until the region is
+ * used up: reclaim.h); freed pages go back to PROT_NONE, so neither we nor the kernel's
+ * placement of a later mmap can ever put a mapping there. Each page of the region has an 8-byte entry in a flat table (O(1) lookup
  * from any address to what the page holds). */
 #ifndef OSCAR_REGION_H
 #define OSCAR_REGION_H
