@@ -39,6 +39,12 @@ static size_t n_pending, r, w, frontier, passes;
  * out again, oldest first, from a window of consecutive ones (under busy). */
 static uintptr_t window_cur, window_end;
 static size_t recycle_next;
+/* Chunks that became recyclable so far (reclaimed, or marked never used), and its value and
+ * the window size asked for when recycling last found nothing. */
+static _Atomic size_t freed_chunks;
+static size_t failed_at = SIZE_MAX, failed_need, hopeless_calls;
+/* Set once not even one chunk could be found: live objects fill the region. */
+static atomic_bool short_of_addresses;
 static atomic_int recycle_warned;
 
 void reclaim_init(void) {
@@ -77,8 +83,10 @@ bool reclaim_is_reclaimed(uintptr_t a) {
 void reclaim_mark_never(uintptr_t lo, uintptr_t hi) {
     if (!state)
         return;
-    for (uintptr_t c = lo; c + RECLAIM_CHUNK <= hi; c += RECLAIM_CHUNK)
+    for (uintptr_t c = lo; c + RECLAIM_CHUNK <= hi; c += RECLAIM_CHUNK) {
         set_state(chunk_of(c), CHUNK_NEVER);
+        atomic_fetch_add(&freed_chunks, 1);
+    }
 }
 
 uintptr_t reclaim_next_page(uintptr_t p) {
@@ -152,6 +160,7 @@ static void drop_chunks(const size_t *drop, unsigned n) {
      * (Off the pending list now.) */
     for (unsigned j = 0; j < n; j++)
         atomic_store_explicit(&state[drop[j]], CHUNK_RECLAIMED, memory_order_relaxed);
+    atomic_fetch_add(&freed_chunks, n);
     if (os_drop_ranges(r, m) != 0)
         return; /* whatever was not dropped stays as it was: only memory is lost */
     stats_add(STAT_CHUNKS_RECLAIMED, n);
@@ -230,6 +239,19 @@ static void warn_recycling(void) {
     fmt_flush(&f, 2);
 }
 
+static void warn_short(void) {
+    static atomic_int warned;
+    if (atomic_exchange(&warned, 1))
+        return;
+    char buf[512];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: warning: live objects fill the shadow address space (");
+    fmt_u64(&f, (oscar_region.end - oscar_region.base) >> 30);
+    fmt_str(&f, " GiB): new small objects now share shadow pages (a use after free is caught "
+                "once its page is empty); raise OSCAR_VA_GIB (up to 65536)\n");
+    fmt_flush(&f, 2);
+}
+
 /* The next run of consecutive recyclable chunks, at least need long (up to 16, a thread
  * slice), oldest first, made the window; false when there is none. Its metadata is dropped
  * once more, so it starts from zero entries whatever a racing late store left there. */
@@ -269,15 +291,29 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
         window_cur = window_end = 0;
         /* No more bump pointer to trigger sweeps: each window triggers one, and when no
          * window is found, two whole passes over the pending chunks (a dead chunk needs
-         * two visits) before giving up. */
+         * two visits) before giving up. When the last try for as much found nothing and no
+         * chunk was freed since (live objects fill the region), one sweep and no scan:
+         * malloc then fails fast with ENOMEM instead of scanning on every call. */
         uintptr_t bump = atomic_load(&oscar_region.bump);
         size_t need = (len + RECLAIM_CHUNK - 1) / RECLAIM_CHUNK, p0 = passes;
-        sweep(bump);
-        bool found = next_window(need);
-        while (!found && passes < p0 + 3) {
+        bool retry = atomic_load(&freed_chunks) != failed_at || need < failed_need;
+        bool found = false;
+        /* (Hopeless: a sweep only every 64th call, or every failing malloc would pay one.) */
+        if (!retry && (hopeless_calls++ & 63))
+            goto out;
+        do {
             sweep(bump);
-            found = next_window(need);
-        }
+            size_t now = atomic_load(&freed_chunks);
+            if (now != failed_at || need < failed_need)
+                found = next_window(need);
+            if (!found) {
+                failed_at = now;
+                failed_need = need;
+            }
+        } while (!found && retry && passes < p0 + 3);
+        if (!found && need == 1)
+            atomic_store(&short_of_addresses, true);
+    out:
         a = found ? window_cur : 0;
     }
     if (a) {
@@ -288,5 +324,11 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
     reclaim_unlock();
     if (a)
         warn_recycling();
+    else if (atomic_load(&short_of_addresses))
+        warn_short();
     return a;
+}
+
+bool reclaim_short_of_addresses(void) {
+    return atomic_load_explicit(&short_of_addresses, memory_order_relaxed);
 }

@@ -42,6 +42,9 @@ bool reclaim_is_reclaimed(uintptr_t a);
 /* The region is used up: len bytes aligned to align (at most a chunk) from the addresses of
  * reclaimed chunks, oldest first, with a one-time warning; 0 if there are none. */
 uintptr_t reclaim_recycle(size_t len, size_t align);
+/* True once live objects filled the region (not even one chunk could be recycled): small
+ * objects are then packed, several to a shadow page, as near the mapping limit. */
+bool reclaim_short_of_addresses(void);
 /* fork: no sweep runs across it (the innermost lock: a sweep takes no other). */
 void reclaim_lock(void);
 void reclaim_unlock(void);

@@ -5,6 +5,7 @@
 #include "os.h"
 #include "packed.h"
 #include "quarantine.h"
+#include "reclaim.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -139,7 +140,8 @@ static bool refill(struct thread_cache *tc, unsigned cls) {
 static void *alloc_in(struct thread_cache *tc, unsigned cls, size_t size) {
     struct class_cache *c = &tc->cls[cls];
     if (!c->count &&
-        (c->packed_next || ((packed_mode || maplimit_degraded()) && packed_refill(tc, cls)))) {
+        (c->packed_next || ((packed_mode || maplimit_degraded() || reclaim_short_of_addresses()) &&
+                            packed_refill(tc, cls)))) {
         tc->n_alloc++;
         tc->n_small++;
         uintptr_t a = packed_take(c, cls);
