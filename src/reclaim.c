@@ -45,7 +45,7 @@ static _Atomic size_t freed_chunks;
 static size_t failed_at = SIZE_MAX, failed_need, hopeless_calls;
 /* Set once not even one chunk could be found: live objects fill the region. */
 static atomic_bool short_of_addresses;
-static atomic_int recycle_warned;
+static atomic_int warned_recycling, warned_short;
 
 void reclaim_init(void) {
     chunks = (oscar_region.end - oscar_region.base) / RECLAIM_CHUNK;
@@ -226,29 +226,19 @@ static bool recyclable(size_t i) {
     return (s & STATE_MASK) >= CHUNK_RECLAIMED && !(s & PENDING);
 }
 
-static void warn_recycling(void) {
-    if (atomic_exchange(&recycle_warned, 1))
+/* One warning line, once per flag: "oscar: warning: <what> (N GiB): <then>". */
+static void warn_once(atomic_int *warned, const char *what, const char *then) {
+    if (atomic_exchange(warned, 1))
         return;
     char buf[512];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: the shadow address space is used up (");
+    fmt_str(&f, "oscar: warning: ");
+    fmt_str(&f, what);
+    fmt_str(&f, " (");
     fmt_u64(&f, (oscar_region.end - oscar_region.base) >> 30);
-    fmt_str(&f, " GiB): addresses of objects freed long ago are handed out again, so a pointer "
-                "left dangling since then may reach a new object; raise OSCAR_VA_GIB (up to "
-                "65536)\n");
-    fmt_flush(&f, 2);
-}
-
-static void warn_short(void) {
-    static atomic_int warned;
-    if (atomic_exchange(&warned, 1))
-        return;
-    char buf[512];
-    struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: live objects fill the shadow address space (");
-    fmt_u64(&f, (oscar_region.end - oscar_region.base) >> 30);
-    fmt_str(&f, " GiB): new small objects now share shadow pages (a use after free is caught "
-                "once its page is empty); raise OSCAR_VA_GIB (up to 65536)\n");
+    fmt_str(&f, " GiB): ");
+    fmt_str(&f, then);
+    fmt_str(&f, "; raise OSCAR_VA_GIB (up to 65536)\n");
     fmt_flush(&f, 2);
 }
 
@@ -280,6 +270,34 @@ static bool next_window(size_t need) {
     return false;
 }
 
+/* A new window of at least need chunks (next_window). The bump pointer no longer triggers
+ * sweeps: each new window triggers one, and when none is found, two whole passes over the
+ * pending chunks (a dead chunk needs two visits) before giving up. When the last try for as
+ * much found nothing and no chunk was freed since (live objects fill the region), a sweep
+ * only every 64th call and no scan: malloc then fails fast with ENOMEM instead of paying a
+ * sweep on every call. */
+static bool find_window(size_t need) {
+    bool retry = atomic_load(&freed_chunks) != failed_at || need < failed_need;
+    if (!retry && (hopeless_calls++ & 63))
+        return false;
+    uintptr_t bump = atomic_load(&oscar_region.bump);
+    size_t p0 = passes;
+    bool found = false;
+    do {
+        sweep(bump);
+        size_t now = atomic_load(&freed_chunks);
+        if (now != failed_at || need < failed_need)
+            found = next_window(need);
+        if (!found) {
+            failed_at = now;
+            failed_need = need;
+        }
+    } while (!found && retry && passes < p0 + 3);
+    if (!found && need == 1)
+        atomic_store(&short_of_addresses, true);
+    return found;
+}
+
 uintptr_t reclaim_recycle(size_t len, size_t align) {
     if (!state || align > RECLAIM_CHUNK || len > chunks * RECLAIM_CHUNK)
         return 0;
@@ -289,32 +307,7 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
         if (window_cur < window_end)
             region_abandon(window_cur, window_end); /* never handed out now */
         window_cur = window_end = 0;
-        /* No more bump pointer to trigger sweeps: each window triggers one, and when no
-         * window is found, two whole passes over the pending chunks (a dead chunk needs
-         * two visits) before giving up. When the last try for as much found nothing and no
-         * chunk was freed since (live objects fill the region), one sweep and no scan:
-         * malloc then fails fast with ENOMEM instead of scanning on every call. */
-        uintptr_t bump = atomic_load(&oscar_region.bump);
-        size_t need = (len + RECLAIM_CHUNK - 1) / RECLAIM_CHUNK, p0 = passes;
-        bool retry = atomic_load(&freed_chunks) != failed_at || need < failed_need;
-        bool found = false;
-        /* (Hopeless: a sweep only every 64th call, or every failing malloc would pay one.) */
-        if (!retry && (hopeless_calls++ & 63))
-            goto out;
-        do {
-            sweep(bump);
-            size_t now = atomic_load(&freed_chunks);
-            if (now != failed_at || need < failed_need)
-                found = next_window(need);
-            if (!found) {
-                failed_at = now;
-                failed_need = need;
-            }
-        } while (!found && retry && passes < p0 + 3);
-        if (!found && need == 1)
-            atomic_store(&short_of_addresses, true);
-    out:
-        a = found ? window_cur : 0;
+        a = find_window((len + RECLAIM_CHUNK - 1) / RECLAIM_CHUNK) ? window_cur : 0;
     }
     if (a) {
         if (a > window_cur)
@@ -323,9 +316,13 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
     }
     reclaim_unlock();
     if (a)
-        warn_recycling();
+        warn_once(&warned_recycling, "the shadow address space is used up",
+                  "addresses of objects freed long ago are handed out again, so a pointer left "
+                  "dangling since then may reach a new object");
     else if (atomic_load(&short_of_addresses))
-        warn_short();
+        warn_once(&warned_short, "live objects fill the shadow address space",
+                  "new small objects now share shadow pages (a use after free is caught once "
+                  "its page is empty)");
     return a;
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int test_failures;
 
@@ -62,6 +63,20 @@ static inline int check_pattern(const unsigned char *p, size_t n, uint64_t seed)
         if (p[i] != (unsigned char)((seed * 131u) + i * 7u + (i >> 8)))
             return 0;
     return 1;
+}
+
+/* A "Field: N kB" value of a /proc file (smaps_rollup, status) in KiB, or -1. */
+static inline long proc_kib(const char *path, const char *field) {
+    FILE *f = fopen(path, "r");
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n))
+            v = atol(line + n);
+    if (f)
+        fclose(f);
+    return v;
 }
 
 #endif

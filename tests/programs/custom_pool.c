@@ -169,13 +169,7 @@ int main(int argc, char **argv) {
         }
         for (int k = 0; k < 64; k++)
             pool_put(&pool, ring[k]);
-        FILE *f = fopen("/proc/self/smaps_rollup", "r");
-        char line[256];
-        while (f && fgets(line, sizeof line, f))
-            if (!strncmp(line, "Anonymous:", 10))
-                printf("anon_kib %ld\n", atol(line + 10));
-        if (f)
-            fclose(f);
+        printf("anon_kib %ld\n", proc_kib("/proc/self/smaps_rollup", "Anonymous:"));
         printf("revoke again: %s\n", code(oscar_view_revoke(first)));
         print_ptr("item", first);
         printf("read %c\n", first[8]);

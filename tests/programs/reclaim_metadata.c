@@ -16,19 +16,6 @@
 
 #define RING 256
 
-static long proc_kib(const char *path, const char *field) {
-    FILE *f = fopen(path, "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n))
-            v = atol(line + n);
-    if (f)
-        fclose(f);
-    return v;
-}
-
 static void churn(long n, uint64_t seed) {
     unsigned char *ring[RING] = {0};
     size_t len[RING] = {0};
@@ -52,6 +39,15 @@ static void churn(long n, uint64_t seed) {
         free(ring[k]);
 }
 
+/* Read byte 8 of the freed object p, which must fault. */
+static int read_freed(const char *p) {
+    print_ptr("ptr", p);
+    print_ptr("access", p + 8);
+    printf("read %d\n", p[8]);
+    printf("NOT REACHED\n");
+    return 1;
+}
+
 int main(int argc, char **argv) {
     test_init();
     long n = argc > 1 ? atol(argv[1]) : 100000;
@@ -66,22 +62,13 @@ int main(int argc, char **argv) {
     check(!strcmp(kept, "still here"), "long-lived object intact");
     printf("anon_kib %ld\n", proc_kib("/proc/self/smaps_rollup", "Anonymous:"));
     printf("pte_kib %ld\n", proc_kib("/proc/self/status", "VmPTE:"));
-    if (!strcmp(action, "uaf")) {
-        print_ptr("ptr", early);
-        print_ptr("access", early + 8);
-        printf("read %d\n", early[8]);
-        printf("NOT REACHED\n");
-        return 1;
-    }
+    if (!strcmp(action, "uaf"))
+        return read_freed(early);
     if (!strcmp(action, "recent")) {
         char *p = malloc(48);
         strcpy(p, "freed just now");
         free(p);
-        print_ptr("ptr", p);
-        print_ptr("access", p + 8);
-        printf("read %d\n", p[8]);
-        printf("NOT REACHED\n");
-        return 1;
+        return read_freed(p);
     }
     if (!strcmp(action, "double")) {
         print_ptr("ptr", early);
