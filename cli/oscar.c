@@ -1,7 +1,7 @@
 /* oscar: run a program under the Oscar allocator.
  *   oscar run [--] PROGRAM [ARGS...]   preload liboscar.so (after any existing LD_PRELOAD)
  *   oscar --help | --version | options --markdown
- * The settings shown come from src/options.def, the same table the library parses. */
+ * The settings shown come from src/base/options.def, the same table the library parses. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <libgen.h>
@@ -25,7 +25,7 @@ struct option_row {
 };
 static const struct option_row rows[] = {
 #define OSCAR_OPTION(id, env, kind, def, min, max, choices, desc) {env, #kind, def, min, max, choices, desc},
-#include "options.def"
+#include "base/options.def"
 #undef OSCAR_OPTION
 };
 #define NROWS (sizeof rows / sizeof rows[0])

@@ -1,13 +1,13 @@
 /* liboscar_api.a: the functions of include/oscar.h, linked into the program (or a wrapper
  * library). When liboscar.so is loaded they forward to it through the table it exports
- * (src/api_abi.h), looked up once with dlsym(RTLD_DEFAULT); otherwise they pass through:
+ * (src/base/api_abi.h), looked up once with dlsym(RTLD_DEFAULT); otherwise they pass through:
  * arena = page-aligned malloc, view = the pointer itself, revoke = nothing, origin =
  * identity. Also compiled straight into test programs (#include of this file). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "../include/oscar.h"
-#include "../src/api_abi.h"
+#include "../src/base/api_abi.h"
 
 #include <dlfcn.h>
 #include <errno.h>

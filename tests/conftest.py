@@ -353,11 +353,11 @@ def documented_counters():
 
 
 def documented_settings():
-    """Every OSCAR_* setting: the options table (src/options.def) plus those named in the
+    """Every OSCAR_* setting: the options table (src/base/options.def) plus those named in the
     contract."""
     names = set(re.findall(r"\bOSCAR_[A-Z0-9_]+\b", INTERFACES.read_text()))
     names.discard("OSCAR_NAME")
-    table = REPO / "src" / "options.def"
+    table = REPO / "src" / "base" / "options.def"
     if table.exists():
         names |= set(re.findall(r'"(OSCAR_[A-Z0-9_]+)"', table.read_text()))
     return sorted(names)

@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-/* Entries of a thread's retire queue (RETIRE_MAX in src/thread.h). */
+/* Entries of a thread's retire queue (RETIRE_MAX in src/heap/thread.h). */
 #define QUEUE 256
 
 struct session {

@@ -1,0 +1,98 @@
+/* stats: see stats.h. */
+#include "base/stats.h"
+#include "mem/canon.h"
+#include "base/fmt.h"
+#include "base/options.h"
+#include "os/os.h"
+
+_Atomic uint64_t oscar_stats[STAT_COUNT];
+
+static const char *const stat_names[STAT_COUNT] = {
+#define STAT(id, name) [STAT_##id] = name,
+#include "base/stats.def"
+#undef STAT
+};
+
+void stats_raise_peak(enum stat_id peak, uint64_t value) {
+    uint64_t cur = atomic_load_explicit(&oscar_stats[peak], memory_order_relaxed);
+    while (value > cur &&
+           !atomic_compare_exchange_weak_explicit(&oscar_stats[peak], &cur, value,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+void stats_gauge_add(enum stat_id gauge, enum stat_id peak, int64_t n) {
+    uint64_t now =
+        atomic_fetch_add_explicit(&oscar_stats[gauge], (uint64_t)n, memory_order_relaxed) +
+        (uint64_t)n;
+    if (n > 0)
+        stats_raise_peak(peak, now);
+}
+
+void stats_fold(uint64_t allocs, uint64_t frees, uint64_t small, uint64_t large,
+                uint64_t reallocs) {
+    stats_add(STAT_ALLOCATIONS, (int64_t)allocs);
+    stats_add(STAT_FREES, (int64_t)frees);
+    stats_add(STAT_SMALL_ALLOCATIONS, (int64_t)small);
+    stats_add(STAT_LARGE_ALLOCATIONS, (int64_t)large);
+    stats_add(STAT_REALLOCS, (int64_t)reallocs);
+    stats_gauge_add(STAT_LIVE_OBJECTS, STAT_PEAK_LIVE_OBJECTS, (int64_t)(allocs - frees));
+}
+
+/* Figures only the kernel knows, read when the statistics are printed. Physical memory
+ * is counted once: the canonical heap's resident bytes, not every shadow alias of it. */
+static void stats_sample(void) {
+    uint64_t a, b;
+    if (os_file_resident(oscar_canon.fd, &a) == 0)
+        atomic_store(&oscar_stats[STAT_CANONICAL_RESIDENT_BYTES], a);
+    if (os_status_bytes("VmPTE:", &a) == 0)
+        atomic_store(&oscar_stats[STAT_PAGE_TABLE_BYTES], a);
+    if (os_page_faults(&a, &b) == 0) {
+        atomic_store(&oscar_stats[STAT_PAGE_FAULTS_MINOR], a);
+        atomic_store(&oscar_stats[STAT_PAGE_FAULTS_MAJOR], b);
+    }
+}
+
+void stats_emit(void) {
+    const char *path = options_string(OPT_STATS_FILE);
+    if (!options_int(OPT_STATS) && !path)
+        return;
+    stats_sample();
+    uint64_t v[STAT_COUNT];
+    for (int i = 0; i < STAT_COUNT; i++)
+        v[i] = atomic_load_explicit(&oscar_stats[i], memory_order_relaxed);
+    char buf[8192];
+    struct fmt f = FMT_INIT(buf);
+    if (options_int(OPT_STATS)) {
+        for (int i = 0; i < STAT_COUNT; i++) {
+            fmt_str(&f, "oscar-stats: ");
+            fmt_str(&f, stat_names[i]);
+            fmt_char(&f, ' ');
+            fmt_i64(&f, (int64_t)v[i]);
+            fmt_char(&f, '\n');
+        }
+        fmt_flush(&f, 2);
+    }
+    if (path) {
+        char name[4096];
+        fmt_path_with_pid(path, name, sizeof name);
+        int fd;
+        if (os_open_write(name, &fd) != 0) {
+            fmt_str(&f, "oscar: warning: cannot write OSCAR_STATS_FILE ");
+            fmt_str(&f, name);
+            fmt_char(&f, '\n');
+            fmt_flush(&f, 2);
+            return;
+        }
+        fmt_char(&f, '{');
+        for (int i = 0; i < STAT_COUNT; i++) {
+            fmt_str(&f, i ? ", \"" : "\"");
+            fmt_str(&f, stat_names[i]);
+            fmt_str(&f, "\": ");
+            fmt_i64(&f, (int64_t)v[i]);
+        }
+        fmt_str(&f, "}\n");
+        fmt_flush(&f, fd);
+        os_close(fd);
+    }
+}

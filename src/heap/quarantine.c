@@ -1,0 +1,49 @@
+/* quarantine: see quarantine.h. */
+#include "heap/quarantine.h"
+#include "base/core.h"
+#include "os/os.h"
+#include "heap/small.h"
+#include "base/stats.h"
+
+#define QUARANTINE_CAPACITY (4UL << 20) /* entries; 32 MiB of address space, touched lazily */
+
+static oscar_lock lock = OSCAR_LOCK_INIT;
+static uintptr_t *entries;
+static size_t count;
+static atomic_flag draining = ATOMIC_FLAG_INIT;
+
+int quarantine_init(void) {
+    int err;
+    entries = os_alloc_meta(QUARANTINE_CAPACITY * sizeof(uintptr_t), &err);
+    return entries ? 0 : err;
+}
+
+bool quarantine_push(uintptr_t page) {
+    stats_add(STAT_QUARANTINED_OBJECTS, 1);
+    oscar_lock_acquire(&lock);
+    bool ok = count < QUARANTINE_CAPACITY;
+    if (ok)
+        entries[count++] = page;
+    oscar_lock_release(&lock);
+    return ok;
+}
+
+void quarantine_drain(void) {
+    /* Revoking calls back into maplimit, which may call us: one drainer at a time. */
+    if (atomic_flag_test_and_set(&draining))
+        return;
+    oscar_lock_acquire(&lock);
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (small_revoke_quarantined(entries[i]))
+            stats_add(STAT_QUARANTINED_OBJECTS, -1);
+        else
+            entries[kept++] = entries[i];
+    }
+    count = kept;
+    oscar_lock_release(&lock);
+    atomic_flag_clear(&draining);
+}
+
+void quarantine_lock(void) { oscar_lock_acquire(&lock); }
+void quarantine_unlock(void) { oscar_lock_release(&lock); }

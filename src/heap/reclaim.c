@@ -1,0 +1,331 @@
+/* reclaim: see reclaim.h. */
+#include "heap/reclaim.h"
+#include "export/api.h"
+#include "base/fmt.h"
+#include "os/os.h"
+#include "mem/region.h"
+#include "report/stack.h"
+#include "base/stats.h"
+
+#define CHUNK_PAGES (RECLAIM_CHUNK >> OSCAR_PAGE_SHIFT)
+/* A sweep every 64 MiB of region handed out (16,384 strict-mode objects), looking at up to
+ * 256 chunks: four times the chunks handed out meanwhile, so the cycle over chunks that
+ * are still in use keeps up, and at most 131,072 entries read per sweep. */
+#define SWEEP_EVERY (64UL << 20)
+#define SWEEP_CHUNKS 256
+/* Chunks reclaimed per sweep at most (the ranges of one system call, on the stack). */
+#define DROP_MAX 64
+
+enum chunk_state {
+    CHUNK_UNKNOWN = 0,   /* in use, or not looked at yet */
+    CHUNK_SEEN_DEAD = 1, /* dead at the last visit: reclaimed if still dead at the next */
+    CHUNK_RECLAIMED = 2, /* its objects were all freed; entries, records, page table gone */
+    CHUNK_NEVER = 3,     /* inside an alignment gap or slice rest: never handed out */
+};
+#define STATE_MASK 3
+#define PENDING 4 /* (a flag with the state) on the pending list: never recycled */
+
+static _Atomic uint8_t *state; /* one byte per chunk of the region */
+static size_t chunks;
+static atomic_flag busy = ATOMIC_FLAG_INIT; /* a sweep is running */
+static _Atomic uintptr_t next_sweep;
+/* Only touched by the sweeping thread (under busy): the chunks below frontier that are
+ * neither reclaimed nor never used, pending[0, n_pending), visited in passes that compact
+ * the list as they go (read at r, survivors written back at w <= r), so a pass costs the
+ * chunks still in use, however many were reclaimed before them. */
+static uint32_t *pending;
+static size_t n_pending, r, w, frontier, passes;
+/* Once the region is used up (region_take), the addresses of reclaimed chunks are handed
+ * out again, oldest first, from a window of consecutive ones (under busy). */
+static uintptr_t window_cur, window_end;
+static size_t recycle_next;
+/* Chunks that became recyclable so far (reclaimed, or marked never used), and its value and
+ * the window size asked for when recycling last found nothing. */
+static _Atomic size_t freed_chunks;
+static size_t failed_at = SIZE_MAX, failed_need, hopeless_calls;
+/* Set once not even one chunk could be found: live objects fill the region. */
+static atomic_bool short_of_addresses;
+static atomic_int warned_recycling, warned_short;
+
+void reclaim_init(void) {
+    chunks = (oscar_region.end - oscar_region.base) / RECLAIM_CHUNK;
+    int err;
+    state = os_alloc_meta(chunks, &err);
+    pending = os_alloc_meta(chunks * sizeof *pending, &err);
+    if (!state || !pending) {
+        state = NULL;
+        return; /* no reclaiming: metadata simply stays */
+    }
+    atomic_store(&next_sweep, oscar_region.base + SWEEP_EVERY);
+}
+
+static size_t chunk_of(uintptr_t a) { return (a - oscar_region.base) / RECLAIM_CHUNK; }
+static uintptr_t chunk_base(size_t i) { return oscar_region.base + i * RECLAIM_CHUNK; }
+
+static enum chunk_state chunk_state(size_t i) {
+    return atomic_load_explicit(&state[i], memory_order_relaxed) & STATE_MASK;
+}
+/* (Keeps the PENDING flag: threads marking slice rests never race the list.) */
+static void set_state(size_t i, enum chunk_state s) {
+    uint8_t old = atomic_load_explicit(&state[i], memory_order_relaxed);
+    while (!atomic_compare_exchange_weak(&state[i], &old, (uint8_t)((old & PENDING) | s)))
+        ;
+}
+static void add_pending(size_t i) {
+    pending[n_pending++] = (uint32_t)i;
+    atomic_fetch_or(&state[i], PENDING);
+}
+
+bool reclaim_is_reclaimed(uintptr_t a) {
+    return state && region_contains(a) && chunk_state(chunk_of(a)) == CHUNK_RECLAIMED;
+}
+
+void reclaim_mark_never(uintptr_t lo, uintptr_t hi) {
+    if (!state)
+        return;
+    for (uintptr_t c = lo; c + RECLAIM_CHUNK <= hi; c += RECLAIM_CHUNK) {
+        set_state(chunk_of(c), CHUNK_NEVER);
+        atomic_fetch_add(&freed_chunks, 1);
+    }
+}
+
+uintptr_t reclaim_next_page(uintptr_t p) {
+    if (state && !(p & (RECLAIM_CHUNK - 1)) && chunk_state(chunk_of(p)) >= CHUNK_RECLAIMED)
+        return p + RECLAIM_CHUNK;
+    return p + OSCAR_PAGE;
+}
+
+/* Revoked for good: its entry will never change again but for a late report. */
+static bool page_dead(uintptr_t p, uint64_t e) {
+    switch (entry_kind(e)) {
+    case PK_NONE:
+        return e == ENTRY_ABANDONED;
+    case PK_SMALL_FREED:
+    case PK_PACKED_FREED:
+    case PK_LARGE_FREED:
+        return true;
+    case PK_ARENA:
+    case PK_VIEW:
+        return entry_api_dead(e); /* a freed arena, a revoked view: PROT_NONE */
+    case PK_LARGE_TAIL: {
+        uintptr_t head = p - (entry_payload(e) << OSCAR_PAGE_SHIFT);
+        if (!region_contains(head))
+            return false;
+        uint64_t h = region_load(head);
+        return entry_kind(h) == PK_LARGE_FREED ||
+               (h == 0 && reclaim_is_reclaimed(head)); /* a long object's reclaimed head */
+    }
+    default:
+        return false;
+    }
+}
+
+static bool chunk_dead(size_t i) {
+    uintptr_t base = chunk_base(i);
+    for (size_t k = 0; k < CHUNK_PAGES; k++) {
+        uintptr_t p = base + (k << OSCAR_PAGE_SHIFT);
+        if (!page_dead(p, region_load(p)))
+            return false;
+    }
+    return true;
+}
+
+/* The entries and records (stacks, custom-allocator side records) of chunks [i, i + n), as
+ * three ranges. */
+static unsigned meta_ranges(struct iovec *r, size_t i, size_t n) {
+    size_t pages = n * CHUNK_PAGES;
+    unsigned m = 0;
+    r[m++] = (struct iovec){(void *)region_entry(chunk_base(i)), pages * sizeof(uint64_t)};
+    r[m++] = (struct iovec){stack_record(chunk_base(i)), pages * sizeof(struct obj_record)};
+    uintptr_t at;
+    size_t len;
+    if (api_records_range(chunk_base(i), pages, &at, &len))
+        r[m++] = (struct iovec){(void *)at, len};
+    return m;
+}
+
+/* Drop the page tables, entries and records of the chunks in drop[0, n), in one call (at
+ * most 4 ranges per chunk). */
+static void drop_chunks(const size_t *drop, unsigned n) {
+    struct iovec r[4 * DROP_MAX], meta[3];
+    unsigned m = 0;
+    for (unsigned j = 0; j < n; j++)
+        m = os_ranges_add(r, m, chunk_base(drop[j]), RECLAIM_CHUNK);
+    for (unsigned j = 0; j < n; j++) {
+        unsigned k = meta_ranges(meta, drop[j], 1);
+        for (unsigned q = 0; q < k; q++)
+            m = os_ranges_add(r, m, (uintptr_t)meta[q].iov_base, meta[q].iov_len);
+    }
+    /* Marked first: a report racing with the drop then says "reclaimed", never "wild".
+     * (Off the pending list now.) */
+    for (unsigned j = 0; j < n; j++)
+        atomic_store_explicit(&state[drop[j]], CHUNK_RECLAIMED, memory_order_relaxed);
+    atomic_fetch_add(&freed_chunks, n);
+    if (os_drop_ranges(r, m) != 0)
+        return; /* whatever was not dropped stays as it was: only memory is lost */
+    stats_add(STAT_CHUNKS_RECLAIMED, n);
+}
+
+static void sweep(uintptr_t bump) {
+    size_t limit = chunk_of(bump); /* chunks wholly handed out */
+    for (; frontier < limit; frontier++)
+        if (chunk_state(frontier) < CHUNK_RECLAIMED)
+            add_pending(frontier);
+    size_t drop[DROP_MAX];
+    unsigned n = 0;
+    for (unsigned looked = 0; looked < SWEEP_CHUNKS && n < DROP_MAX; looked++) {
+        if (r == n_pending) {
+            /* The pass is over; the next sweep starts the next one (never this one: a
+             * chunk's two visits must be apart in time). */
+            n_pending = w;
+            r = w = 0;
+            passes++;
+            break;
+        }
+        size_t i = pending[r++];
+        enum chunk_state s = chunk_state(i);
+        if (s >= CHUNK_RECLAIMED) {
+            atomic_fetch_and(&state[i], (uint8_t)~PENDING); /* a slice rest left unused */
+            continue;
+        }
+        if (!chunk_dead(i)) {
+            set_state(i, CHUNK_UNKNOWN);
+            pending[w++] = (uint32_t)i;
+        } else if (s == CHUNK_SEEN_DEAD) {
+            drop[n++] = i; /* (leaves the list) */
+        } else {
+            set_state(i, CHUNK_SEEN_DEAD);
+            pending[w++] = (uint32_t)i;
+        }
+    }
+    if (n)
+        drop_chunks(drop, n);
+}
+
+void reclaim_note_bump(uintptr_t bump) {
+    uintptr_t mark = atomic_load_explicit(&next_sweep, memory_order_relaxed);
+    if (likely(bump < mark) || !state || oscar_init_state != 2)
+        return;
+    if (!atomic_compare_exchange_strong(&next_sweep, &mark, bump + SWEEP_EVERY))
+        return; /* another thread crossed it */
+    if (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
+        return; /* a sweep is running: the next mark gets the next one */
+    sweep(bump);
+    reclaim_unlock();
+}
+
+void reclaim_lock(void) {
+    while (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
+        ; /* a sweep or a recycle: both bounded */
+}
+
+void reclaim_unlock(void) { atomic_flag_clear_explicit(&busy, memory_order_release); }
+
+static bool recyclable(size_t i) {
+    uint8_t s = atomic_load_explicit(&state[i], memory_order_relaxed);
+    return (s & STATE_MASK) >= CHUNK_RECLAIMED && !(s & PENDING);
+}
+
+/* One warning line, once per flag: "oscar: warning: <what> (N GiB): <then>". */
+static void warn_once(atomic_int *warned, const char *what, const char *then) {
+    if (atomic_exchange(warned, 1))
+        return;
+    char buf[512];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: warning: ");
+    fmt_str(&f, what);
+    fmt_str(&f, " (");
+    fmt_u64(&f, (oscar_region.end - oscar_region.base) >> 30);
+    fmt_str(&f, " GiB): ");
+    fmt_str(&f, then);
+    fmt_str(&f, "; raise OSCAR_VA_GIB (up to 65536)\n");
+    fmt_flush(&f, 2);
+}
+
+/* The next run of consecutive recyclable chunks, at least need long (up to 16, a thread
+ * slice), oldest first, made the window; false when there is none. Its metadata is dropped
+ * once more, so it starts from zero entries whatever a racing late store left there. */
+static bool next_window(size_t need) {
+    size_t want = need > 16 ? need : 16;
+    for (size_t scanned = 0; scanned < chunks;) {
+        size_t i = recycle_next < chunks ? recycle_next : 0, n = 0;
+        while (i + n < chunks && n < want && recyclable(i + n))
+            n++;
+        scanned += n + 1;
+        recycle_next = i + n + 1;
+        if (n < need)
+            continue;
+        struct iovec r[3];
+        if (os_drop_ranges(r, meta_ranges(r, i, n)) != 0)
+            return false;
+        for (size_t j = i; j < i + n; j++) {
+            set_state(j, CHUNK_UNKNOWN);
+            add_pending(j); /* reclaimed again once dead again */
+        }
+        stats_add(STAT_CHUNKS_RECYCLED, n);
+        window_cur = chunk_base(i);
+        window_end = chunk_base(i + n);
+        return true;
+    }
+    return false;
+}
+
+/* A new window of at least need chunks (next_window). The bump pointer no longer triggers
+ * sweeps: each new window triggers one, and when none is found, two whole passes over the
+ * pending chunks (a dead chunk needs two visits) before giving up. When the last try for as
+ * much found nothing and no chunk was freed since (live objects fill the region), a sweep
+ * only every 64th call and no scan: malloc then fails fast with ENOMEM instead of paying a
+ * sweep on every call. */
+static bool find_window(size_t need) {
+    bool retry = atomic_load(&freed_chunks) != failed_at || need < failed_need;
+    if (!retry && (hopeless_calls++ & 63))
+        return false;
+    uintptr_t bump = atomic_load(&oscar_region.bump);
+    size_t p0 = passes;
+    bool found = false;
+    do {
+        sweep(bump);
+        size_t now = atomic_load(&freed_chunks);
+        if (now != failed_at || need < failed_need)
+            found = next_window(need);
+        if (!found) {
+            failed_at = now;
+            failed_need = need;
+        }
+    } while (!found && retry && passes < p0 + 3);
+    if (!found && need == 1)
+        atomic_store(&short_of_addresses, true);
+    return found;
+}
+
+uintptr_t reclaim_recycle(size_t len, size_t align) {
+    if (!state || align > RECLAIM_CHUNK || len > chunks * RECLAIM_CHUNK)
+        return 0;
+    reclaim_lock();
+    uintptr_t a = align_up(window_cur, align);
+    if (!window_cur || a + len > window_end || a + len < a) {
+        if (window_cur < window_end)
+            region_abandon(window_cur, window_end); /* never handed out now */
+        window_cur = window_end = 0;
+        a = find_window((len + RECLAIM_CHUNK - 1) / RECLAIM_CHUNK) ? window_cur : 0;
+    }
+    if (a) {
+        if (a > window_cur)
+            region_abandon(window_cur, a);
+        window_cur = a + len;
+    }
+    reclaim_unlock();
+    if (a)
+        warn_once(&warned_recycling, "the shadow address space is used up",
+                  "addresses of objects freed long ago are handed out again, so a pointer left "
+                  "dangling since then may reach a new object");
+    else if (atomic_load(&short_of_addresses))
+        warn_once(&warned_short, "live objects fill the shadow address space",
+                  "new small objects now share shadow pages (a use after free is caught once "
+                  "its page is empty)");
+    return a;
+}
+
+bool reclaim_short_of_addresses(void) {
+    return atomic_load_explicit(&short_of_addresses, memory_order_relaxed);
+}

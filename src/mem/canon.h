@@ -1,0 +1,107 @@
+/* canon: the canonical heap. A memfd holds the bytes of every small object; it is carved
+ * into spans of RUN_PAGES pages, each given to one size class. Each canonical page has a
+ * bitmap of free slots (out of band); each span counts its claimed slots. A span is owned by
+ * at most one thread at a time (ACTIVE), which claims slots from it to build runs; frees
+ * from any thread release slots with atomics. A span whose slots are all free gives its
+ * memory back to the kernel (hole punch) and returns to the pool of empty spans. */
+#ifndef OSCAR_CANON_H
+#define OSCAR_CANON_H
+#include "base/core.h"
+
+enum span_state {
+    SPAN_EMPTY = 0,    /* no class, memory punched (or never touched) */
+    SPAN_ACTIVE = 1,   /* owned by one thread cache, which claims slots from it */
+    SPAN_DETACHED = 2, /* full when its owner let go; nobody lists it */
+    SPAN_POOLING = 3,  /* being put into its class pool */
+    SPAN_POOLED = 4,   /* in its class pool: has free slots, no owner */
+    SPAN_PACKED = 5,   /* mapped whole by packed shadows (packed.h); never pooled */
+};
+
+struct span {
+    _Atomic uint32_t claimed; /* slots handed out and not yet released (not kept for reuse spans) */
+    _Atomic uint8_t state;
+    uint8_t cls;
+    bool reuse;               /* SPAN_PACKED: its pages are reused page by page (packed.c) */
+    _Atomic uint8_t in_reuse_pool;
+    _Atomic int32_t n_reusable; /* pages in `reusable` (approximate while others race) */
+    _Atomic int32_t n_idle;     /* reusable pages whose memory was kept, not punched */
+    uintptr_t packed_shadow;  /* SPAN_PACKED: address of the shadow of its first page */
+    /* SPAN_PACKED with reuse: pages whose objects are all freed and whose shadow is revoked,
+     * so the page can be mapped again at a new shadow for new objects. */
+    _Atomic uint64_t reusable[OSCAR_MAX_RUN_PAGES / 64];
+    struct span *next, *prev; /* class pool or empty list, under their locks */
+};
+
+struct canon {
+    int fd;
+    unsigned span_pages; /* RUN_PAGES */
+    unsigned span_shift; /* log2(span_pages) when it is a power of two (> 1), else 0 */
+    uint64_t max_pages;  /* size of the memfd in pages */
+    struct span *spans;  /* indexed by span number */
+    _Atomic uint64_t (*bits)[4]; /* free-slot bitmap per canonical page (256 slots max) */
+    _Atomic uint8_t *done;       /* packed pages: set by the free that finished the page */
+    _Atomic uint64_t next_span;  /* never-used spans start here */
+};
+extern struct canon oscar_canon;
+
+int canon_init(void);
+static inline uint64_t canon_span_first_page(const struct span *s) {
+    return (uint64_t)(s - oscar_canon.spans) * oscar_canon.span_pages;
+}
+static inline struct span *canon_span_of(uint64_t page) {
+    unsigned shift = oscar_canon.span_shift; /* no division on the free path */
+    return &oscar_canon.spans[shift ? page >> shift : page / oscar_canon.span_pages];
+}
+/* A span of class cls with free slots, now ACTIVE for the caller; NULL when the canonical
+ * heap is exhausted. */
+struct span *canon_span_acquire(unsigned cls);
+/* The owner lets go of an ACTIVE span. */
+void canon_span_detach(struct span *s);
+/* Claim one free slot of a canonical page; -1 if none. The caller then adds to claimed. */
+int canon_claim_slot(uint64_t page);
+/* Give slot back (after its shadow is revoked). Any thread. */
+void canon_release_slot(uint64_t page, unsigned slot);
+/* Packed spans: a never-used (or punched) span of class cls, every slot claimed at once;
+ * NULL when the canonical heap is exhausted. With reuse, its pages are offered again one
+ * by one once revoked (canon_packed_page_reusable) instead of the span as a whole. */
+struct span *canon_span_acquire_packed(unsigned cls, bool reuse);
+/* Reusable pages may keep their memory (idle, not punched and zeroed again) within a
+ * process-wide budget: reserve one such page, or false when the budget is spent. */
+bool canon_idle_reserve(void);
+void canon_idle_unreserve(void);
+/* Page `page` of a reuse span has every slot free and its shadow revoked: offer it for new
+ * objects (idle: its memory was kept, with a reservation from canon_idle_reserve). */
+void canon_packed_page_reusable(uint64_t page, bool idle);
+/* Take a packed span of class cls with reusable pages: the pages are put in mask (one bit
+ * per page of the span), every slot on them claimed; NULL when none is offered. */
+struct span *canon_span_reuse_packed(unsigned cls, uint64_t *mask);
+/* Is page i of a span in mask (one bit per page, as canon_span_reuse_packed fills it)? */
+static inline bool canon_mask_has(const uint64_t *mask, unsigned i) {
+    return mask[i / 64] >> (i % 64) & 1;
+}
+/* Undo canon_span_reuse_packed when the pages could not be mapped. */
+void canon_span_unreuse_packed(struct span *s, const uint64_t *mask);
+/* A packed object's slot is freed; its group of slots is [lo, hi). -1 if it already was
+ * (double free); else PACKED_GROUP_DONE if this free is the one that left the group with no
+ * object (exact when the group lies in one 64-slot word or is the whole page; for other
+ * groups two racing frees may both see it), PACKED_PAGE_DONE if it left the page with none
+ * (exactly one free sees that). */
+#define PACKED_GROUP_DONE 1
+#define PACKED_PAGE_DONE 2
+int canon_packed_free_slot(uint64_t page, unsigned slot, unsigned lo, unsigned hi);
+bool canon_slot_is_free(uint64_t page, unsigned slot);
+/* n slots of packed span s were freed; true when none is left (the caller revokes its
+ * shadows, then calls canon_span_release_memory). */
+bool canon_packed_release(struct span *s, uint32_t n);
+/* Map canonical pages [first, first + len) at shadow address sh, prefaulted if populate;
+ * near the kernel's mapping limit (ENOMEM) tell maplimit and try once more. 0 or an errno. */
+int canon_map_shadow(uintptr_t sh, size_t len, uint64_t first, bool populate);
+/* Are slots [lo, hi) of canonical page `page` all free? */
+bool canon_slots_free(uint64_t page, unsigned lo, unsigned hi);
+void canon_span_release_memory(struct span *s);
+/* Child side of fork: switch to a private copy of the canonical heap (fork.c). */
+int canon_copy_for_child(int *new_fd);
+/* fork.c takes these in order: class pools (ascending), the empty list, reuse pools. */
+void canon_lock_all(void);
+void canon_unlock_all(void);
+#endif

@@ -1,0 +1,282 @@
+/* alloc: initialisation and the dispatch between small and large objects. */
+#define _GNU_SOURCE
+#include "modes/alloc.h"
+#include "mem/canon.h"
+#include "report/fault.h"
+#include "export/fork.h"
+#include "heap/keep.h"
+#include "heap/large.h"
+#include "mem/maplimit.h"
+#include "heap/object.h"
+#include "base/options.h"
+#include "os/os.h"
+#include "heap/packed.h"
+#include "heap/quarantine.h"
+#include "heap/reclaim.h"
+#include "mem/region.h"
+#include "report/report.h"
+#include "base/size_class.h"
+#include "heap/small.h"
+#include "report/stack.h"
+#include "base/stats.h"
+#include "heap/thread.h"
+
+#include <errno.h>
+#include <string.h>
+
+extern char **environ;
+
+atomic_int oscar_init_state;
+static oscar_lock init_lock = OSCAR_LOCK_INIT;
+
+/* Runs on the first allocation of the process (often inside ld.so or libc start-up), so it
+ * uses only system calls: nothing here may call malloc. */
+void oscar_init(void) {
+    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) == 2)
+        return;
+    oscar_lock_acquire(&init_lock);
+    if (atomic_load(&oscar_init_state) == 2) {
+        oscar_lock_release(&init_lock);
+        return;
+    }
+    atomic_store(&oscar_init_state, 1);
+    options_init(environ);
+    if (!options_int(OPT_GUARDS))
+        os_guards_disable();
+    packed_mode = options_int(OPT_MODE) == 1;
+    int err;
+    if ((err = region_init()) != 0)
+        report_fatal("cannot reserve address space for shadow pages (try a smaller "
+                     "OSCAR_VA_GIB)", err);
+    reclaim_init(); /* (before the first region_take: alignment gaps are marked in it) */
+    packed_init();
+    if ((err = canon_init()) != 0)
+        report_fatal("cannot create the canonical heap (memfd)", err);
+    if ((err = quarantine_init()) != 0)
+        report_fatal("cannot reserve the quarantine list", err);
+    if ((err = thread_init()) != 0)
+        report_fatal("cannot set up per-thread caches", err);
+    if ((err = stack_init()) != 0)
+        report_fatal("cannot reserve the stack store", err);
+    maplimit_init();
+    keep_init(); /* (after maplimit_init: it counts its mappings) */
+    fault_init();
+    if (options_int(OPT_STATS_SIGNAL))
+        fault_init_stats_signal((int)options_int(OPT_STATS_SIGNAL));
+    atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
+    oscar_lock_release(&init_lock);
+    /* pthread_atfork may allocate: only now that malloc works. */
+    fork_init();
+}
+
+__attribute__((constructor)) static void oscar_constructor(void) { oscar_init(); }
+
+__attribute__((destructor)) static void oscar_destructor(void) {
+    if (atomic_load(&oscar_init_state) != 2)
+        return;
+    thread_fold_all_stats();
+    stats_emit();
+}
+
+/* Requested bytes now live; per thread, folded into stats with the other counters. */
+static void account_bytes(int64_t delta) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_LIVE)
+        tc->live_bytes += delta;
+    else
+        stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, delta);
+}
+
+/* Remember who allocated p (not for packed objects: they share their page). */
+static void *noted(void *p, size_t size) {
+    if (!p)
+        return p;
+    uintptr_t page = (uintptr_t)p & ~(OSCAR_PAGE - 1);
+    uint64_t e = region_load(page);
+    if (entry_kind(e) == PK_PACKED) {
+        account_bytes(class_size[entry_class(e)]); /* packed objects keep no size */
+        return p;
+    }
+    account_bytes((int64_t)size);
+    if (stack_depth)
+        stack_note_alloc(page);
+    return p;
+}
+
+/* The requested size the free of a live object (entry e) gives back. */
+static size_t live_size(uint64_t e) {
+    switch (entry_kind(e)) {
+    case PK_SMALL:
+        return entry_small_size(e);
+    case PK_PACKED:
+        return class_size[entry_class(e)];
+    default:
+        return entry_payload(e);
+    }
+}
+
+static void *malloc_unnoted(size_t size) {
+    if (likely(size <= OSCAR_SMALL_MAX))
+        return small_alloc(size_class_of(size), size);
+    return large_alloc(size, OSCAR_PAGE);
+}
+
+void *alloc_malloc(size_t size) { return noted(malloc_unnoted(size), size); }
+
+void *alloc_calloc(size_t size) {
+    if (size > OSCAR_SMALL_MAX)
+        return noted(large_alloc_zeroed(size), size);
+    void *p = alloc_malloc(size); /* (small slots are reused: zero them) */
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+static void *aligned_unnoted(size_t size, size_t align) {
+    if (align <= OSCAR_MIN_ALIGN)
+        return malloc_unnoted(size);
+    if (size <= OSCAR_SMALL_MAX) {
+        int cls = size_class_aligned(size, align);
+        if (cls >= 0)
+            return small_alloc((unsigned)cls, size);
+        if (size > OSCAR_SMALL_MAX)
+            size = OSCAR_SMALL_MAX + 1;
+    }
+    return large_alloc(size, align);
+}
+
+void *alloc_aligned(size_t size, size_t align) {
+    return noted(aligned_unnoted(size, align), size);
+}
+
+static void count_free(void) {
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_LIVE)
+        tc->n_free++;
+    else
+        stats_fold(0, 1, 0, 0, 0);
+}
+
+/* The live object that starts exactly at p, or a report. Returns its page entry. */
+static uint64_t live_entry_or_report(uintptr_t a, enum report_caller who) {
+    if (region_contains(a)) {
+        uint64_t e = region_load(a & ~(OSCAR_PAGE - 1));
+        enum page_kind k = entry_kind(e);
+        if (k == PK_SMALL &&
+            (a & (OSCAR_PAGE - 1)) == (uintptr_t)entry_slot(e) * class_size[entry_class(e)])
+            return e;
+        if (k == PK_LARGE && (a & (OSCAR_PAGE - 1)) == 0)
+            return e;
+        if (k == PK_PACKED && packed_is_live(a, e))
+            return e;
+    }
+    report_bad_pointer(a, object_describe(a), who);
+}
+
+void alloc_free(void *p, enum report_caller who) {
+    if (!p)
+        return;
+    uintptr_t a = (uintptr_t)p;
+    for (;;) {
+        uint64_t e = live_entry_or_report(a, who);
+        enum page_kind k = entry_kind(e);
+        if (stack_depth && k != PK_PACKED)
+            stack_note_free(a & ~(OSCAR_PAGE - 1));
+        bool done = k == PK_SMALL    ? small_free(a, e)
+                    : k == PK_PACKED ? packed_free(a, e)
+                                     : large_free(a, e);
+        if (done) {
+            account_bytes(-(int64_t)live_size(e));
+            break;
+        }
+        /* The entry changed under us: another thread freed it too; look again. */
+    }
+    count_free();
+}
+
+static size_t usable_of(uint64_t e) {
+    if (entry_kind(e) == PK_SMALL || entry_kind(e) == PK_PACKED)
+        return class_size[entry_class(e)];
+    return large_len(entry_payload(e));
+}
+
+/* Does a small object of class cls keep its address when realloc'd to size? Yes in its
+ * own class, and while it fits and uses more than a quarter of its slot (a realloc that
+ * grew it left room). */
+static bool fits_in_place(size_t size, unsigned cls) {
+    return size <= OSCAR_SMALL_MAX &&
+           (size_class_of(size) == cls || (size <= class_size[cls] && 4 * size > class_size[cls]));
+}
+
+#define MOVE_THRESHOLD (256UL << 10) /* grow large objects by moving pages from here on */
+
+void *alloc_realloc(void *p, size_t size) {
+    if (!p)
+        return alloc_malloc(size);
+    uintptr_t a = (uintptr_t)p;
+    uint64_t e = live_entry_or_report(a, CALL_REALLOC);
+    struct thread_cache *tc = oscar_tc;
+    if (tc->state == TS_LIVE)
+        tc->n_realloc++;
+    if (size == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
+        alloc_free(p, CALL_REALLOC);
+        return NULL;
+    }
+    /* Same size class or same pages: keep the address, record the new size. */
+    if (entry_kind(e) == PK_SMALL && fits_in_place(size, entry_class(e))) {
+        if (atomic_compare_exchange_strong(region_entry(a), &e, entry_with_size(e, size))) {
+            account_bytes((int64_t)size - (int64_t)entry_small_size(e));
+            return p;
+        }
+        return alloc_realloc(p, size); /* raced with a free: report it */
+    }
+    if (entry_kind(e) == PK_PACKED && fits_in_place(size, entry_class(e)))
+        return p; /* packed objects do not record their requested size */
+    size_t cap = entry_kind(e) == PK_LARGE ? large_capacity(a, e) : 0;
+    bool grow = entry_kind(e) == PK_LARGE && size > entry_payload(e); /* a large one */
+    /* Same pages, growth into the room an earlier growth left, or into the free rest of the
+     * chunk it was carved from (large.c): keep the address. */
+    if (entry_kind(e) == PK_LARGE && size > OSCAR_SMALL_MAX && size <= LARGE_MAX &&
+        (large_len(size) == large_len(entry_payload(e)) || (grow && large_len(size) <= cap) ||
+         (grow && large_extend_in_chunk(a, cap, large_len(size))))) {
+        if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size))) {
+            account_bytes((int64_t)size - (int64_t)entry_payload(e));
+            return p;
+        }
+        return alloc_realloc(p, size);
+    }
+    if (grow && entry_payload(e) >= MOVE_THRESHOLD) {
+        if (stack_depth)
+            stack_note_free(a);
+        void *q = large_grow_by_moving(a, e, size);
+        if (q) {
+            account_bytes((int64_t)size - (int64_t)entry_payload(e));
+            if (stack_depth)
+                stack_note_alloc((uintptr_t)q);
+            return q;
+        }
+    }
+    /* A growing object moves to at least twice its room, so a buffer grown by small
+     * appends moves O(log n) times, not once per size class or page (each move costs a
+     * new shadow and a revocation). Small objects keep their exact size in reports. */
+    size_t old = usable_of(e);
+    void *q;
+    if (size > old && size <= OSCAR_SMALL_MAX)
+        q = noted(small_alloc(size_class_of(2 * old > size && 2 * old <= OSCAR_SMALL_MAX ? 2 * old : size),
+                              size), size);
+    else if (size > old && size <= LARGE_MAX)
+        q = noted(large_alloc_room(size, large_growth_len(size, cap ? cap : old)), size);
+    else
+        q = alloc_malloc(size);
+    if (!q)
+        return NULL; /* errno is ENOMEM; p is untouched, as the standard requires */
+    memcpy(q, p, old < size ? old : size);
+    alloc_free(p, CALL_REALLOC);
+    return q;
+}
+
+size_t alloc_usable_size(void *p) {
+    if (!p)
+        return 0;
+    return usable_of(live_entry_or_report((uintptr_t)p, CALL_USABLE_SIZE));
+}

@@ -1,0 +1,14 @@
+/* alloc: the allocator's internal API, one function per operation. export.c and
+ * export_cxx.c forward the libc and C++ names here; argument checks and errno live there. */
+#ifndef OSCAR_ALLOC_H
+#define OSCAR_ALLOC_H
+#include "report/report.h"
+#include <stddef.h>
+
+void *alloc_malloc(size_t size);                  /* NULL + ENOMEM on failure */
+void *alloc_calloc(size_t size);                  /* zeroed */
+void *alloc_aligned(size_t size, size_t align);   /* align: a power of two */
+void alloc_free(void *p, enum report_caller who); /* reports and aborts on a bad pointer */
+void *alloc_realloc(void *p, size_t size);
+size_t alloc_usable_size(void *p);
+#endif

@@ -1,0 +1,386 @@
+/* os: system calls. See os.h. Nothing here allocates; everything is signal-safe except
+ * where the kernel call itself is not. */
+#define _GNU_SOURCE
+#include "os/os.h"
+#include "base/stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/mman.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+/* Raw syscalls: the libc wrappers for mmap/munmap are fine, but these keep errno of the
+ * user's program untouched, which free() must guarantee. */
+static long sys6(long n, long a, long b, long c, long d, long e, long f) {
+    long r;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return r;
+}
+static inline int err_of(long r) { return (r < 0 && r > -4096) ? (int)-r : 0; }
+
+static void *mmap_raw(void *addr, size_t len, int prot, int flags, int fd, uint64_t off,
+                      int *err) {
+    stats_count_syscall(STAT_SYSCALLS_MMAP);
+    long r = sys6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
+    *err = err_of(r);
+    return *err ? NULL : (void *)r;
+}
+
+void *os_reserve(size_t len, int *err) {
+    return mmap_raw(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0,
+                    err);
+}
+
+void *os_alloc_meta(size_t len, int *err) {
+    return mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, err);
+}
+
+static atomic_int populate_write_works = 1;
+
+int os_map_shadow(void *addr, size_t len, int fd, uint64_t off, int want_populate) {
+    int err;
+    int populate =
+        want_populate && atomic_load_explicit(&populate_write_works, memory_order_relaxed);
+    /* MAP_FIXED is safe here: addr is always inside our own reservation. */
+    void *p = mmap_raw(addr, len, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_FIXED | (want_populate && !populate ? MAP_POPULATE : 0), fd, off, &err);
+    if (!p)
+        return err;
+    if (populate) {
+        /* MAP_POPULATE on a shared mapping maps pages read-only, and the first write then
+         * takes a fault each; MADV_POPULATE_WRITE maps them writable in one call. */
+        stats_count_syscall(STAT_SYSCALLS_OTHER);
+        long r = sys6(SYS_madvise, (long)addr, (long)len, MADV_POPULATE_WRITE, 0, 0, 0);
+        if (err_of(r) == EINVAL)
+            atomic_store(&populate_write_works, 0);
+        /* Any failure here is harmless: pages are then faulted in on first touch. */
+    }
+    return 0;
+}
+
+int os_revoke(void *addr, size_t len) {
+    int err;
+    void *p = mmap_raw(addr, len, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0, &err);
+    return p ? 0 : err;
+}
+
+#define PIDFD_SELF_THREAD (-10000) /* include/uapi/linux/pidfd.h, Linux 6.13+ */
+
+static int madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += ranges[i].iov_len;
+    long r;
+    do
+        r = sys6(SYS_process_madvise, PIDFD_SELF_THREAD, (long)ranges, n, advice, 0, 0);
+    while (r == -EINTR);
+    if (r < 0)
+        return err_of(r);
+    return (size_t)r == total ? 0 : EAGAIN;
+}
+
+int os_remove_ranges(const struct iovec *ranges, unsigned n) {
+    return madvise_ranges(ranges, n, MADV_REMOVE);
+}
+
+int os_populate_ranges(const struct iovec *ranges, unsigned n) {
+    if (!atomic_load_explicit(&populate_write_works, memory_order_relaxed))
+        return EINVAL;
+    return madvise_ranges(ranges, n, MADV_POPULATE_WRITE);
+}
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+static atomic_int guards_usable = 1;
+
+bool os_guards_usable(void) { return atomic_load_explicit(&guards_usable, memory_order_relaxed); }
+void os_guards_disable(void) { atomic_store(&guards_usable, 0); }
+
+int os_guard_ranges(const struct iovec *ranges, unsigned n) {
+    return madvise_ranges(ranges, n, MADV_GUARD_INSTALL);
+}
+
+int os_guard(void *addr, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    int err;
+    do
+        err = err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_GUARD_INSTALL, 0, 0, 0));
+    while (err == EINTR || err == EAGAIN);
+    if (err == EINVAL || err == ENOSYS || err == EPERM)
+        os_guards_disable();
+    return err;
+}
+
+int os_drop(void *addr, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_DONTNEED, 0, 0, 0));
+}
+
+int os_drop_ranges(const struct iovec *ranges, unsigned n) {
+    int err = madvise_ranges(ranges, n, MADV_DONTNEED);
+    if (err != ENOSYS && err != EINVAL && err != EBADF && err != EPERM)
+        return err;
+    for (unsigned i = 0; i < n && !err; i++) /* (kernels before 6.13: no PIDFD_SELF) */
+        err = os_drop(ranges[i].iov_base, ranges[i].iov_len);
+    return err;
+}
+
+int os_map_private(void *addr, size_t len, bool populate) {
+    int err;
+    void *p = mmap_raw(addr, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (populate ? MAP_POPULATE : 0),
+                       -1, 0, &err);
+    return p ? 0 : err;
+}
+
+int os_advise_huge(void *addr, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_HUGEPAGE, 0, 0, 0));
+}
+
+int os_move_pages(void *from, void *to, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MREMAP);
+    long r = sys6(SYS_mremap, (long)from, (long)len, (long)len,
+                  MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (long)to, 0);
+    return err_of(r);
+}
+
+int os_unmap(void *addr, size_t len) {
+    stats_count_syscall(STAT_SYSCALLS_MUNMAP);
+    return err_of(sys6(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0));
+}
+
+int os_memfd(const char *name, int *fd) {
+    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    long r = sys6(SYS_memfd_create, (long)name, MFD_CLOEXEC, 0, 0, 0, 0);
+    if (err_of(r))
+        return err_of(r);
+    *fd = (int)r;
+    return 0;
+}
+
+int os_ftruncate(int fd, uint64_t len) {
+    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    return err_of(sys6(SYS_ftruncate, fd, (long)len, 0, 0, 0, 0));
+}
+
+int os_punch_hole(int fd, uint64_t off, uint64_t len) {
+    stats_count_syscall(STAT_SYSCALLS_FALLOCATE);
+    return err_of(sys6(SYS_fallocate, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                       (long)off, (long)len, 0, 0));
+}
+
+int os_copy_file(int src, int dst, uint64_t len) {
+    uint64_t pos = 0;
+    while (pos < len) {
+        stats_count_syscall(STAT_SYSCALLS_OTHER);
+        long data = sys6(SYS_lseek, src, (long)pos, SEEK_DATA, 0, 0, 0);
+        if (data == -ENXIO)
+            return 0; /* only holes remain */
+        if (err_of(data))
+            return err_of(data);
+        stats_count_syscall(STAT_SYSCALLS_OTHER);
+        long hole = sys6(SYS_lseek, src, data, SEEK_HOLE, 0, 0, 0);
+        if (err_of(hole))
+            return err_of(hole);
+        if ((uint64_t)hole > len)
+            hole = (long)len;
+        loff_t in = data, out = data;
+        long left = hole - data;
+        while (left > 0) {
+            stats_count_syscall(STAT_SYSCALLS_OTHER);
+            long n = sys6(SYS_copy_file_range, src, (long)&in, dst, (long)&out, left, 0);
+            if (n == -EINTR)
+                continue;
+            if (err_of(n))
+                return err_of(n);
+            if (n == 0)
+                return EIO;
+            left -= n;
+        }
+        pos = (uint64_t)hole;
+    }
+    return 0;
+}
+
+int os_close(int fd) {
+    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    return err_of(sys6(SYS_close, fd, 0, 0, 0, 0, 0));
+}
+
+int os_write_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len > 0) {
+        long n = sys6(SYS_write, fd, (long)p, (long)len, 0, 0, 0);
+        if (n == -EINTR)
+            continue;
+        if (err_of(n))
+            return err_of(n);
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int os_open_flags(const char *path, int flags, int *fd) {
+    long r = sys6(SYS_openat, AT_FDCWD, (long)path, flags, 0644, 0, 0);
+    if (err_of(r))
+        return err_of(r);
+    *fd = (int)r;
+    return 0;
+}
+
+int os_open_write(const char *path, int *fd) {
+    return os_open_flags(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, fd);
+}
+
+int os_open_append(const char *path, int *fd) {
+    return os_open_flags(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, fd);
+}
+
+static int open_read(const char *path, int *fd) {
+    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    long r = sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+    if (err_of(r))
+        return err_of(r);
+    *fd = (int)r;
+    return 0;
+}
+
+int os_count_lines(const char *path, long *lines) {
+    int fd, err = open_read(path, &fd);
+    if (err)
+        return err;
+    char buf[4096];
+    long count = 0;
+    for (;;) {
+        stats_count_syscall(STAT_SYSCALLS_OTHER);
+        long n = sys6(SYS_read, fd, (long)buf, sizeof buf, 0, 0, 0);
+        if (n == -EINTR)
+            continue;
+        if (n <= 0) {
+            err = err_of(n);
+            break;
+        }
+        for (long i = 0; i < n; i++)
+            count += buf[i] == '\n';
+    }
+    os_close(fd);
+    *lines = count;
+    return err;
+}
+
+int os_read_long(const char *path, long *value) {
+    int fd, err = open_read(path, &fd);
+    if (err)
+        return err;
+    char buf[64];
+    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    long n = sys6(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0, 0);
+    os_close(fd);
+    if (n <= 0)
+        return n == 0 ? EINVAL : err_of(n);
+    long v = 0;
+    int digits = 0;
+    for (long i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++, digits++)
+        v = v * 10 + (buf[i] - '0');
+    if (!digits)
+        return EINVAL;
+    *value = v;
+    return 0;
+}
+
+void *os_map_file(const char *path, size_t *len, int *err) {
+    int fd;
+    if ((*err = open_read(path, &fd)) != 0)
+        return NULL;
+    struct stat st;
+    long r = sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0);
+    void *p = NULL;
+    if ((*err = err_of(r)) == 0 && st.st_size > 0) {
+        p = mmap_raw(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0, err);
+        *len = (size_t)st.st_size;
+    } else if (!*err) {
+        *err = ENOEXEC;
+    }
+    os_close(fd);
+    return p;
+}
+
+long os_readlink(const char *path, char *buf, size_t cap) {
+    long n = sys6(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)cap - 1, 0, 0);
+    buf[n > 0 ? n : 0] = 0;
+    return n;
+}
+
+int os_page_faults(uint64_t *minor, uint64_t *major) {
+    struct rusage ru;
+    int err = err_of(sys6(SYS_getrusage, RUSAGE_SELF, (long)&ru, 0, 0, 0, 0));
+    if (!err) {
+        *minor = (uint64_t)ru.ru_minflt;
+        *major = (uint64_t)ru.ru_majflt;
+    }
+    return err;
+}
+
+int os_status_bytes(const char *field, uint64_t *bytes) {
+    int fd, err = open_read("/proc/self/status", &fd);
+    if (err)
+        return err;
+    char buf[8192];
+    long n = sys6(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0, 0);
+    os_close(fd);
+    if (n <= 0)
+        return EIO;
+    buf[n] = 0;
+    size_t flen = strlen(field);
+    for (char *line = buf; line && *line;) {
+        if (strncmp(line, field, flen) == 0) {
+            uint64_t v = 0;
+            for (char *p = line + flen; *p && *p != '\n'; p++)
+                if (*p >= '0' && *p <= '9')
+                    v = v * 10 + (uint64_t)(*p - '0');
+            *bytes = v << 10;
+            return 0;
+        }
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return ENOENT;
+}
+
+int os_file_resident(int fd, uint64_t *bytes) {
+    struct stat st;
+    int err = err_of(sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0));
+    if (!err)
+        *bytes = (uint64_t)st.st_blocks * 512;
+    return err;
+}
+
+long os_gettid(void) { return sys6(SYS_gettid, 0, 0, 0, 0, 0, 0); }
+int os_getpid(void) { return (int)sys6(SYS_getpid, 0, 0, 0, 0, 0, 0); }

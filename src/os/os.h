@@ -1,0 +1,95 @@
+/* os: the only module that issues system calls. Every function returns 0 or an errno value
+ * (or a value plus an error out-parameter); callers decide what an error means. Each call is
+ * counted in stats by kind. */
+#ifndef OSCAR_OS_H
+#define OSCAR_OS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "base/core.h"
+
+/* Kernel-placed PROT_NONE, MAP_NORESERVE reservation (the shadow region). */
+void *os_reserve(size_t len, int *err);
+/* Kernel-placed read-write private anonymous memory for metadata (NORESERVE). */
+void *os_alloc_meta(size_t len, int *err);
+/* Replace [addr, addr+len) inside OUR reservation with a shared mapping of fd at off,
+ * pre-populated for writing when asked (one VMA when the file pages are consecutive). */
+int os_map_shadow(void *addr, size_t len, int fd, uint64_t off, int populate);
+/* Replace [addr, addr+len) inside our reservation with PROT_NONE (revocation). The pages
+ * merge back with neighbouring PROT_NONE reservation into one VMA. */
+int os_revoke(void *addr, size_t len);
+/* Install guard markers on [addr, addr+len) (MADV_GUARD_INSTALL): every access faults,
+ * the pages' memory is dropped from this mapping, and the kernel mapping is NOT split.
+ * Returns EINVAL (and remembers it) on kernels without guards for such a mapping. */
+int os_guard(void *addr, size_t len);
+/* Guard markers on, or the memory of (MADV_REMOVE, shared mappings), n ranges in one system
+ * call (process_madvise on ourselves, Linux 6.13+): 0 when every range was done, else an
+ * errno (ranges before the failing one may be done). */
+int os_guard_ranges(const struct iovec *ranges, unsigned n);
+int os_remove_ranges(const struct iovec *ranges, unsigned n);
+/* Fault the shared pages of the ranges in, writable (MADV_POPULATE_WRITE). */
+int os_populate_ranges(const struct iovec *ranges, unsigned n);
+/* Append [a, a + len) to ranges[0..n), extending the last range when it ends at a;
+ * returns the new count. */
+static inline unsigned os_ranges_add(struct iovec *ranges, unsigned n, uintptr_t a, size_t len) {
+    if (n && (uintptr_t)ranges[n - 1].iov_base + ranges[n - 1].iov_len == a) {
+        ranges[n - 1].iov_len += len;
+        return n;
+    }
+    ranges[n] = (struct iovec){(void *)a, len};
+    return n + 1;
+}
+static inline unsigned os_ranges_add_page(struct iovec *ranges, unsigned n, uintptr_t page) {
+    return os_ranges_add(ranges, n, page, OSCAR_PAGE);
+}
+/* False once the kernel refused a guard, or when OSCAR_GUARDS=0 turned them off. */
+bool os_guards_usable(void);
+void os_guards_disable(void);
+/* Give the memory of private pages back (MADV_DONTNEED); the mapping stays. */
+int os_drop(void *addr, size_t len);
+/* The same for n ranges in one call (one madvise each where process_madvise is missing);
+ * on PROT_NONE ranges the kernel frees page tables left empty. */
+int os_drop_ranges(const struct iovec *ranges, unsigned n);
+/* Replace [addr, addr+len) inside our reservation with fresh private read-write pages,
+ * prefaulted in the same call if populate. */
+int os_map_private(void *addr, size_t len, bool populate);
+/* Ask for transparent huge pages on [addr, addr + len) (MADV_HUGEPAGE). */
+int os_advise_huge(void *addr, size_t len);
+/* Move the pages of [from, from+len) to [to, to+len) without copying, leaving `from`
+ * mapped (then revoked by the caller) so no hole ever opens in our region. */
+int os_move_pages(void *from, void *to, size_t len);
+/* Only for undoing our own failed initialisation: never on a heap address. */
+int os_unmap(void *addr, size_t len);
+int os_memfd(const char *name, int *fd);
+int os_ftruncate(int fd, uint64_t len);
+/* Give the memory of [off, off+len) of fd back to the kernel (reads return zeros). */
+int os_punch_hole(int fd, uint64_t off, uint64_t len);
+/* Copy [0, len) of src to dst in the kernel, skipping holes. */
+int os_copy_file(int src, int dst, uint64_t len);
+int os_close(int fd);
+/* write() the whole buffer, retrying on EINTR / short writes. Signal-safe. */
+int os_write_all(int fd, const void *buf, size_t len);
+/* Open for writing (create/truncate). */
+int os_open_write(const char *path, int *fd);
+/* The same, appending (reports: several in one process must all stay). */
+int os_open_append(const char *path, int *fd);
+/* Count the lines of a /proc file (e.g. /proc/self/maps) with a stack buffer. */
+int os_count_lines(const char *path, long *lines);
+/* Read a small decimal number from a file such as /proc/sys/vm/max_map_count. */
+int os_read_long(const char *path, long *value);
+/* Map a whole file read-only (for reading symbol tables in reports); os_unmap it after. */
+void *os_map_file(const char *path, size_t *len, int *err);
+/* readlink into buf (NUL-terminated, truncated to fit); length or -errno. */
+long os_readlink(const char *path, char *buf, size_t cap);
+/* Page faults of the process so far (getrusage). */
+int os_page_faults(uint64_t *minor, uint64_t *major);
+/* A "Name:   N kB" field of /proc/self/status, in bytes. */
+int os_status_bytes(const char *field, uint64_t *bytes);
+/* Bytes of a file actually backed by memory (st_blocks): sparse holes count nothing. */
+int os_file_resident(int fd, uint64_t *bytes);
+long os_gettid(void);
+int os_getpid(void);
+#endif

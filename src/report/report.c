@@ -1,0 +1,263 @@
+/* report: see report.h. */
+#include "report/report.h"
+#include "export/api.h"
+#include "base/fmt.h"
+#include "base/options.h"
+#include "os/os.h"
+#include "report/stack.h"
+#include "report/symbolize.h"
+
+#include <stdlib.h>
+
+/* Where reports go: stderr, or OSCAR_REPORT_FILE (so a server that closed stderr still
+ * leaves evidence). */
+static int report_fd(void) {
+    const char *path = options_string(OPT_REPORT_FILE);
+    if (!path)
+        return 2;
+    char name[1024];
+    int fd;
+    fmt_path_with_pid(path, name, sizeof name);
+    return os_open_append(name, &fd) == 0 ? fd : 2;
+}
+
+/* "    #N 0xPC in function (module+0xOFF)" per frame. */
+static void print_frames(struct fmt *f, int fd, const uintptr_t *pc, int n) {
+    for (int i = 0; i < n; i++) {
+        fmt_str(f, "    #");
+        fmt_u64(f, (uint64_t)i);
+        fmt_char(f, ' ');
+        fmt_hex(f, pc[i]);
+        fmt_char(f, ' ');
+        symbolize(f, pc[i]);
+        fmt_char(f, '\n');
+        fmt_flush(f, fd);
+    }
+}
+
+static void print_stored(struct fmt *f, int fd, const char *what, uint32_t tid, uint32_t id) {
+    fmt_str(f, what);
+    fmt_str(f, " by thread ");
+    fmt_u64(f, tid);
+    fmt_str(f, " here:\n");
+    uintptr_t pc[STACK_MAX_FRAMES];
+    int n = stack_frames(id, pc);
+    if (n)
+        print_frames(f, fd, pc, n);
+    else
+        fmt_str(f, "    (stack not recorded: the stack store is full; raise OSCAR_STACK_STORE_MIB)\n");
+}
+
+/* The second line for an address whose chunk was reclaimed (reclaim.h). */
+#define RECLAIMED_WHY                                                                      \
+    "every object around the address was freed long ago; oscar has since reclaimed their " \
+    "records, so the object's size and stacks are unknown\n"
+
+/* The free and allocation stacks of a heap object, as AddressSanitizer prints them. */
+static void print_history(struct fmt *f, int fd, const struct object_info *o) {
+    if (!stack_depth) {
+        fmt_str(f, "(allocation and free stacks are off: OSCAR_STACK_DEPTH=0)\n");
+        return;
+    }
+    enum page_kind k = entry_kind(o->entry);
+    if (k == PK_PACKED || k == PK_PACKED_FREED || k == PK_PACKED_GUARDED) {
+        fmt_str(f, "(no stacks for objects that share a shadow page: OSCAR_MODE=fast, or past the "
+                    "mapping-limit warning)\n");
+        return;
+    }
+    struct obj_record *r = stack_record(o->start & ~(OSCAR_PAGE - 1));
+    if (o->state != OBJ_LIVE)
+        print_stored(f, fd, "freed", atomic_load(&r->free_tid), atomic_load(&r->free_stack));
+    print_stored(f, fd, o->state == OBJ_LIVE ? "allocated" : "previously allocated",
+                 atomic_load(&r->alloc_tid), atomic_load(&r->alloc_stack));
+}
+
+/* The stack of the bad call itself (free, realloc...), from here up. */
+static void print_current(struct fmt *f, int fd, const char *what) {
+    fmt_str(f, what);
+    fmt_str(f, " by thread ");
+    fmt_u64(f, stack_thread_id());
+    fmt_str(f, " here:\n");
+    uintptr_t pc[STACK_MAX_FRAMES], fp = (uintptr_t)__builtin_frame_address(0);
+    print_frames(f, fd, pc, stack_walk(0, fp, fp, pc, STACK_MAX_FRAMES));
+}
+
+static const char *caller_name[] = {"free", "realloc", "malloc_usable_size"};
+
+/* "0xADDR is located N bytes inside of M-byte region [0xS,0xE)" (AddressSanitizer's words). */
+static void describe_location(struct fmt *f, uintptr_t addr, const struct object_info *o) {
+    fmt_hex(f, addr);
+    fmt_str(f, " is located ");
+    fmt_u64(f, addr - o->start);
+    fmt_str(f, " bytes inside of ");
+    fmt_u64(f, o->size);
+    fmt_str(f, "-byte region [");
+    fmt_hex(f, o->start);
+    fmt_char(f, ',');
+    fmt_hex(f, o->start + o->size);
+    fmt_str(f, ")\n");
+}
+
+void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller who) {
+    char buf[1024];
+    struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
+    bool at_start = o.start == addr;
+    enum page_kind api_kind = o.state == OBJ_LIVE || o.state == OBJ_FREED ? entry_kind(o.entry)
+                                                                          : PK_NONE;
+    if (api_kind == PK_ARENA || api_kind == PK_VIEW) {
+        fmt_str(&f, "oscar: invalid-free on address ");
+        fmt_hex(&f, addr);
+        fmt_str(&f, api_kind == PK_VIEW ? " (a custom-allocator view: revoke it with "
+                                          "oscar_view_revoke)"
+                                        : " (custom-allocator arena memory: give it back "
+                                          "with oscar_arena_free)");
+        fmt_char(&f, '\n');
+        describe_location(&f, addr, &o);
+        fmt_str(&f, "the bad pointer was passed to ");
+        fmt_str(&f, caller_name[who]);
+        fmt_str(&f, "()\n");
+        print_current(&f, fd, "bad free");
+        print_history(&f, fd, &o);
+        fmt_flush(&f, fd);
+        abort();
+    }
+    switch (o.state) {
+    case OBJ_FREED:
+    case OBJ_QUARANTINED:
+        if (at_start) {
+            fmt_str(&f, "oscar: double-free on address ");
+            fmt_hex(&f, addr);
+        } else {
+            fmt_str(&f, "oscar: invalid-free on address ");
+            fmt_hex(&f, addr);
+            fmt_str(&f, " (interior pointer)");
+        }
+        break;
+    case OBJ_LIVE:
+        fmt_str(&f, "oscar: invalid-free on address ");
+        fmt_hex(&f, addr);
+        fmt_str(&f, " (interior pointer)");
+        break;
+    case OBJ_NEVER:
+        fmt_str(&f, "oscar: invalid-free on address ");
+        fmt_hex(&f, addr);
+        fmt_str(&f, " (never allocated)");
+        break;
+    case OBJ_POISON:
+        fmt_str(&f, "oscar: invalid-free on address ");
+        fmt_hex(&f, addr);
+        fmt_str(&f, " (pointer read from a freed object)");
+        break;
+    case OBJ_RECLAIMED:
+        fmt_str(&f, "oscar: double-free on address ");
+        fmt_hex(&f, addr);
+        break;
+    case OBJ_NOT_OURS:
+        fmt_str(&f, "oscar: invalid-free on address ");
+        fmt_hex(&f, addr);
+        fmt_str(&f, " (not allocated by oscar)");
+        break;
+    }
+    fmt_char(&f, '\n');
+    if (o.state == OBJ_FREED || o.state == OBJ_QUARANTINED || o.state == OBJ_LIVE) {
+        describe_location(&f, addr, &o);
+        fmt_str(&f, o.state == OBJ_LIVE ? "the region is allocated" : "the region was freed");
+        fmt_str(&f, "; the bad pointer was passed to ");
+    } else if (o.state == OBJ_RECLAIMED) {
+        fmt_str(&f, RECLAIMED_WHY);
+        fmt_str(&f, "the bad pointer was passed to ");
+    } else {
+        fmt_str(&f, "the bad pointer was passed to ");
+    }
+    fmt_str(&f, caller_name[who]);
+    fmt_str(&f, "()\n");
+    print_current(&f, fd, (o.state == OBJ_FREED && at_start) || o.state == OBJ_RECLAIMED
+                              ? "double free"
+                              : "bad free");
+    if (o.state == OBJ_FREED || o.state == OBJ_QUARANTINED || o.state == OBJ_LIVE)
+        print_history(&f, fd, &o);
+    fmt_flush(&f, fd);
+    abort();
+}
+
+bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
+    struct object_info o = object_describe(addr);
+    if (o.state != OBJ_FREED && o.state != OBJ_NEVER && o.state != OBJ_POISON &&
+        o.state != OBJ_RECLAIMED)
+        return false;
+    char buf[1024];
+    struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
+    fmt_str(&f, o.state != OBJ_NEVER ? "oscar: heap-use-after-free on address "
+                                     : "oscar: wild-access on address ");
+    fmt_hex(&f, addr);
+    fmt_str(&f, write ? " (WRITE)\n" : " (READ)\n");
+    if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_VIEW) {
+        describe_location(&f, addr, &o);
+        fmt_str(&f, "the region is a custom-allocator view of ");
+        fmt_hex(&f, api_view_origin_of(o.start));
+        fmt_str(&f, " (oscar_view_create); it was revoked (oscar_view_revoke)\n");
+    } else if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_ARENA) {
+        describe_location(&f, addr, &o);
+        fmt_str(&f, "the region is a custom-allocator arena; it was freed (oscar_arena_free)\n");
+    } else if (o.state == OBJ_FREED) {
+        describe_location(&f, addr, &o);
+        fmt_str(&f, "the region was freed; its shadow page is revoked\n");
+    } else if (o.state == OBJ_RECLAIMED) {
+        fmt_str(&f, RECLAIMED_WHY);
+    } else if (o.state == OBJ_POISON) {
+        fmt_str(&f, "the address is oscar's poison: a pointer read from a freed object was "
+                    "followed (freed objects sharing a shadow page are filled with it)\n");
+    } else {
+        fmt_str(&f, "the address is inside oscar's heap but no object was ever allocated "
+                    "there (wild or overflowed pointer)\n");
+    }
+    fmt_str(&f, write ? "WRITE" : "READ");
+    fmt_str(&f, " by thread ");
+    fmt_i64(&f, os_gettid());
+    fmt_str(&f, " here:\n");
+    uintptr_t pcs[STACK_MAX_FRAMES];
+    print_frames(&f, fd, pcs, stack_walk(pc, fp, sp, pcs, STACK_MAX_FRAMES));
+    if (o.state == OBJ_FREED)
+        print_history(&f, fd, &o);
+    fmt_flush(&f, fd);
+    return true;
+}
+
+void report_api_error(const char *fn, uintptr_t addr, const char *code, const char *why) {
+    char buf[1024];
+    struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
+    fmt_str(&f, "oscar: api-error: ");
+    fmt_str(&f, fn);
+    fmt_char(&f, '(');
+    fmt_hex(&f, addr);
+    fmt_str(&f, "): ");
+    fmt_str(&f, code);
+    fmt_str(&f, ": ");
+    fmt_str(&f, why);
+    fmt_char(&f, '\n');
+    print_current(&f, fd, "called");
+    struct object_info o = object_describe(addr);
+    enum page_kind k = entry_kind(o.entry);
+    if ((o.state == OBJ_LIVE || o.state == OBJ_FREED) && (k == PK_ARENA || k == PK_VIEW)) {
+        describe_location(&f, addr, &o);
+        print_history(&f, fd, &o);
+    }
+    fmt_flush(&f, fd);
+    if (fd != 2)
+        os_close(fd);
+}
+
+void report_fatal(const char *what, int err) {
+    char buf[512];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: fatal: ");
+    fmt_str(&f, what);
+    fmt_str(&f, " (errno ");
+    fmt_i64(&f, err);
+    fmt_str(&f, ")\n");
+    fmt_flush(&f, 2);
+    abort();
+}

@@ -1,0 +1,182 @@
+/* stack: see stack.h. */
+#define _GNU_SOURCE
+#include "report/stack.h"
+#include "base/options.h"
+#include "os/os.h"
+#include "mem/region.h"
+#include "base/stats.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+
+int stack_depth;
+
+struct stack_slot {
+    _Atomic uint64_t hash;   /* 0: empty; claimed by CAS */
+    _Atomic uint32_t frames; /* frame count, published last (0: being written) */
+    uint32_t pad;
+    uintptr_t pc[STACK_MAX_FRAMES];
+};
+
+static struct stack_slot *slots;
+static uint64_t slot_mask;
+static struct obj_record *records;
+static uintptr_t lib_lo, lib_hi; /* liboscar's mapped image */
+extern void *__libc_stack_end;
+static __thread uintptr_t stack_top __attribute__((tls_model("initial-exec")));
+static __thread uint32_t my_tid __attribute__((tls_model("initial-exec")));
+
+/* The kernel's thread id, asked once per thread (fork resets it: stack_after_fork). */
+uint32_t stack_thread_id(void) {
+    if (!my_tid)
+        my_tid = (uint32_t)os_gettid();
+    return my_tid;
+}
+
+void stack_after_fork(void) { my_tid = 0; }
+
+#define PROBES 64
+
+static void find_own_image(void) {
+    Dl_info info;
+    if (!dladdr((void *)&find_own_image, &info) || !info.dli_fbase)
+        return;
+    const ElfW(Ehdr) *eh = info.dli_fbase;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+    uintptr_t hi = 0;
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > hi)
+            hi = ph[i].p_vaddr + ph[i].p_memsz;
+    lib_lo = (uintptr_t)eh;
+    lib_hi = lib_lo + hi;
+}
+
+int stack_init(void) {
+    stack_depth = (int)options_int(OPT_STACK_DEPTH);
+    size_t pages = (oscar_region.end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
+    int err;
+    records = os_alloc_meta(pages * sizeof(struct obj_record), &err);
+    if (!records)
+        return err;
+    size_t bytes = (size_t)options_int(OPT_STACK_STORE_MIB) << 20;
+    uint64_t n = 1;
+    while ((n << 1) * sizeof(struct stack_slot) <= bytes)
+        n <<= 1;
+    slots = os_alloc_meta(n * sizeof(struct stack_slot), &err);
+    if (!slots)
+        return err;
+    slot_mask = n - 1;
+    find_own_image();
+    return 0;
+}
+
+bool stack_is_ours(uintptr_t pc) { return pc - lib_lo < lib_hi - lib_lo; }
+
+/* The top of the current thread's stack: where the frame chain must end. */
+static uintptr_t thread_stack_top(void) {
+    if (!stack_top)
+        stack_top = os_gettid() == os_getpid() ? (uintptr_t)__libc_stack_end
+                                               : (uintptr_t)pthread_self();
+    return stack_top;
+}
+
+int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max) {
+    int n = 0;
+    if (pc && !stack_is_ours(pc) && n < max)
+        out[n++] = pc;
+    uintptr_t top = thread_stack_top();
+    /* Only follow frames inside [sp, top): every byte there is mapped stack. A thread on
+     * another stack (signal stack, coroutine) keeps just the first frame. */
+    if (top - sp > (64UL << 20))
+        return n;
+    while (n < max && fp >= sp && fp + 16 <= top && !(fp & 7)) {
+        const uintptr_t *frame = (const uintptr_t *)fp;
+        uintptr_t ret = frame[1], next = frame[0];
+        if (ret < 4096)
+            break;
+        if (!stack_is_ours(ret))
+            out[n++] = ret;
+        if (next <= fp || next - fp > (8UL << 20))
+            break;
+        fp = next;
+    }
+    return n;
+}
+
+static uint64_t hash_frames(const uintptr_t *pc, int n) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        h ^= pc[i];
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    return h | 1; /* never 0 (empty) */
+}
+
+static uint32_t store(const uintptr_t *pc, int n) {
+    uint64_t h = hash_frames(pc, n);
+    for (uint64_t i = 0; i < PROBES; i++) {
+        uint64_t idx = (h + i) & slot_mask;
+        struct stack_slot *s = &slots[idx];
+        uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
+        if (cur == 0) {
+            if (atomic_compare_exchange_strong(&s->hash, &cur, h)) {
+                for (int k = 0; k < n; k++)
+                    s->pc[k] = pc[k];
+                atomic_store_explicit(&s->frames, (uint32_t)n, memory_order_release);
+                stats_add(STAT_STACKS_STORED, 1);
+                return (uint32_t)idx + 1;
+            }
+        }
+        if (cur != h)
+            continue;
+        uint32_t m;
+        while ((m = atomic_load_explicit(&s->frames, memory_order_acquire)) == 0)
+            __builtin_ia32_pause(); /* another thread is writing the same stack */
+        if ((int)m != n)
+            continue;
+        int k = 0;
+        while (k < n && s->pc[k] == pc[k])
+            k++;
+        if (k == n)
+            return (uint32_t)idx + 1;
+    }
+    stats_add(STAT_STACKS_DROPPED, 1);
+    return 0;
+}
+
+static uint32_t capture(void) {
+    uintptr_t pc[STACK_MAX_FRAMES];
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    int n = stack_walk(0, fp, fp, pc, stack_depth);
+    return n ? store(pc, n) : 0;
+}
+
+struct obj_record *stack_record(uintptr_t page) {
+    return &records[region_page_index(page)];
+}
+
+void stack_note_alloc(uintptr_t page) {
+    struct obj_record *r = stack_record(page);
+    atomic_store_explicit(&r->alloc_stack, capture(), memory_order_relaxed);
+    atomic_store_explicit(&r->alloc_tid, stack_thread_id(), memory_order_relaxed);
+    atomic_store_explicit(&r->free_stack, 0, memory_order_relaxed);
+}
+
+void stack_note_free(uintptr_t page) {
+    struct obj_record *r = stack_record(page);
+    atomic_store_explicit(&r->free_stack, capture(), memory_order_relaxed);
+    atomic_store_explicit(&r->free_tid, stack_thread_id(), memory_order_relaxed);
+}
+
+int stack_frames(uint32_t id, uintptr_t *out) {
+    if (!id || id - 1 > slot_mask)
+        return 0;
+    struct stack_slot *s = &slots[id - 1];
+    int n = (int)atomic_load_explicit(&s->frames, memory_order_acquire);
+    for (int k = 0; k < n; k++)
+        out[k] = s->pc[k];
+    return n;
+}

@@ -1,0 +1,38 @@
+/* stack: where each object was allocated and freed.
+ *
+ * Capture walks the frame-pointer chain from the allocator's entry point (liboscar is built
+ * with frame pointers; the walk stops at the first frame that does not look like one, and
+ * never leaves the current thread's stack, so it cannot fault). Each distinct stack is kept
+ * once in a lock-free hash table of fixed size (OSCAR_STACK_STORE_MIB); an object's record
+ * (16 bytes next to its page entry, out of band) holds the ids of its allocation and free
+ * stacks and the threads. When the store is full, new stacks are not recorded and reports
+ * say so. Everything here is allocation-free and signal-safe. */
+#ifndef OSCAR_STACK_H
+#define OSCAR_STACK_H
+#include "base/core.h"
+
+#define STACK_MAX_FRAMES 32
+
+struct obj_record {
+    _Atomic uint32_t alloc_stack, free_stack; /* 0: not recorded */
+    _Atomic uint32_t alloc_tid, free_tid;
+};
+
+extern int stack_depth; /* OSCAR_STACK_DEPTH; 0 = off */
+
+int stack_init(void);
+/* Record who allocated / freed the object whose first page is `page`. */
+void stack_note_alloc(uintptr_t page);
+void stack_note_free(uintptr_t page);
+/* The record of the object whose first page is `page`. */
+struct obj_record *stack_record(uintptr_t page);
+/* The frames of a stored stack; returns how many. */
+int stack_frames(uint32_t id, uintptr_t *out);
+/* Walk the stack from (pc, fp) as the current thread sees it, skipping Oscar's frames. */
+int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max);
+/* This thread's kernel id (cached); the fork child handler calls stack_after_fork. */
+uint32_t stack_thread_id(void);
+void stack_after_fork(void);
+/* Is pc inside liboscar? */
+bool stack_is_ours(uintptr_t pc);
+#endif
