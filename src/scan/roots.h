@@ -1,0 +1,26 @@
+/* roots: every range of memory where the program may keep a pointer that the heap does not
+ * hold itself: data and bss of every loaded object, TLS, thread stacks (also the parts of
+ * parked threads' stacks and their saved registers), alternate signal stacks, and the
+ * program's own writable private mappings, from /proc/self/maps, read into a static buffer
+ * (no allocation). Ranges the caller excludes (Oscar's metadata, the protect heap, whose live
+ * objects it walks itself) are cut out. Pages never touched are skipped (mincore).
+ *
+ * Reading a root may fault (a mapping unmapped meanwhile, a file mapping past its end):
+ * roots_read_guarded() turns such a fault into "skip this range" (report/fault.c hook). */
+#ifndef OSCAR_SCAN_ROOTS_H
+#define OSCAR_SCAN_ROOTS_H
+#include "base/core.h"
+
+enum root_kind { ROOT_GLOBAL, ROOT_STACK, ROOT_REGISTERS, ROOT_ALTSTACK, ROOT_TLS,
+                 ROOT_MAPPING };
+struct root_range { uintptr_t lo, hi; };
+
+typedef void (*roots_fn)(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,
+                         void *arg);
+/* Calls fn for each root range, in pieces of resident pages. 0, or -errno (maps unreadable). */
+int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, size_t nexclude);
+/* Runs fn(lo, hi, arg) so that a fault while reading [lo, hi) returns -EFAULT instead of
+ * killing the program. */
+int roots_read_guarded(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), uintptr_t lo,
+                       uintptr_t hi, void *arg);
+#endif

@@ -1,0 +1,36 @@
+/* world: the registry of the process's threads, and stopping them all at a safe point.
+ *
+ * Shared by protect mode's mark (scan/mark.c) and by fork (export/fork.c). A stop sends the
+ * park signal to every other thread of the process (found in /proc/self/task, so threads
+ * created by any means are seen, also those blocked in the kernel); each one saves its
+ * registers in its signal frame, records where its stack is, and waits until world_resume().
+ * The program can never block the park signal (export/ wraps sigprocmask and friends with
+ * world_unblockable()). A thread that does not answer within the timeout makes the stop fail:
+ * the caller skips its round instead of hanging.
+ *
+ * Locks: world_stop() takes the world lock (rank in base/lock.h) and keeps it until
+ * world_resume(). Never call either from a signal handler. */
+#ifndef OSCAR_SCAN_WORLD_H
+#define OSCAR_SCAN_WORLD_H
+#include "base/core.h"
+#include <signal.h>
+#include <sys/types.h>
+
+/* One parked thread, as it was when it stopped. Valid between world_stop and world_resume. */
+struct world_thread {
+    pid_t tid;
+    uintptr_t sp;                       /* stack pointer at the moment it was interrupted */
+    uintptr_t stack_lo, stack_hi;       /* the mapping that holds sp ([lo, hi)) */
+    uintptr_t altstack_lo, altstack_hi; /* its sigaltstack, if one is set (else 0, 0) */
+    uintptr_t regs_lo, regs_hi;         /* where its saved registers (ucontext) lie */
+};
+
+int world_init(void);                 /* installs the park handler; 0 or -errno */
+int world_stop(void);                 /* 0: every other thread parked; -ETIMEDOUT / -errno:
+                                         none left parked, nothing to undo */
+size_t world_count(void);             /* parked threads (the caller is not one of them) */
+const struct world_thread *world_thread_at(size_t i);
+void world_resume(void);
+int world_park_signal(void);          /* the signal number used to park */
+void world_unblockable(sigset_t *set); /* removes the park signal from a mask the program sets */
+#endif
