@@ -1,7 +1,10 @@
 /* oscar: run a program under the Oscar allocator.
- *   oscar run [--] PROGRAM [ARGS...]   preload liboscar.so (after any existing LD_PRELOAD)
+ *   oscar run [OPTIONS] [--] PROGRAM [ARGS...]   preload liboscar.so (after any existing
+ *                                               LD_PRELOAD); each option sets an OSCAR_* variable
  *   oscar --help | --version | options --markdown
- * The settings shown come from src/base/options.def, the same table the library parses. */
+ * The settings and the run options (--mode=..., --stats, --stack-depth=N, ...) come from
+ * src/base/options.def, the same table the library parses: a row OSCAR_STACK_DEPTH is the
+ * option --stack-depth. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <libgen.h>
@@ -65,22 +68,49 @@ static void default_text(const struct option_row *r, char *buf, size_t cap) {
         snprintf(buf, cap, "%ld", r->def);
 }
 
+/* The run option of a row: OSCAR_STACK_DEPTH is --stack-depth (without the dashes here). */
+static void flag_name(const struct option_row *r, char *buf, size_t cap) {
+    const char *e = r->env + (strncmp(r->env, "OSCAR_", 6) ? 0 : 6);
+    size_t n = 0;
+    for (; *e && n + 1 < cap; e++)
+        buf[n++] = *e == '_' ? '-' : (char)(*e >= 'A' && *e <= 'Z' ? *e - 'A' + 'a' : *e);
+    buf[n] = 0;
+}
+
+/* "--stack-depth=N", "--stats, --no-stats", "--mode=strict|fast". */
+static void flag_synopsis(const struct option_row *r, char *buf, size_t cap) {
+    char name[64];
+    flag_name(r, name, sizeof name);
+    if (!strcmp(r->kind, "BOOL"))
+        snprintf(buf, cap, "--%s, --no-%s", name, name);
+    else if (!strcmp(r->kind, "CHOICE"))
+        snprintf(buf, cap, "--%s=%s", name, r->choices);
+    else if (!strcmp(r->kind, "STRING"))
+        snprintf(buf, cap, "--%s=PATH", name);
+    else
+        snprintf(buf, cap, "--%s=N", name);
+}
+
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: oscar run [--] PROGRAM [ARGS...]   run PROGRAM with Oscar as its malloc\n"
+            "usage: oscar run [OPTIONS] [--] PROGRAM [ARGS...]   run PROGRAM with Oscar as its malloc\n"
             "       oscar --help | --version\n"
             "       oscar options --markdown           the settings as a Markdown table\n\n"
             "Oscar catches heap use-after-free and double free: every object lives on a\n"
             "shadow page of its own, revoked when it is freed.\n\n"
-            "Settings (environment variables):\n");
+            "Options of run, each setting the environment variable after it for PROGRAM\n"
+            "(an option wins over the variable already set; '--opt VALUE' works too):\n");
     for (size_t i = 0; i < NROWS; i++) {
-        char range[64], def[64];
+        char flag[256], range[64], def[64];
+        flag_synopsis(&rows[i], flag, sizeof flag);
         range_text(&rows[i], range, sizeof range);
         default_text(&rows[i], def, sizeof def);
-        fprintf(out, "  %-18s %s (default %s; %s)\n", rows[i].env, rows[i].desc, def, range);
+        fprintf(out, "  %-30s %s (default %s; %s)\n      %s\n", flag, rows[i].env, def, range,
+                rows[i].desc);
     }
     fprintf(out, "\nThe library is found in OSCAR_LIBRARY, next to this program, or at its\n"
-                 "installed location.\n");
+                 "installed location. Exit status: PROGRAM's own; 2 for a usage error; 126 or\n"
+                 "127 when PROGRAM cannot be run. The manual page oscar(1) has reports and examples.\n");
 }
 
 static void markdown(void) {
@@ -128,10 +158,115 @@ static const char *find_library(char *buf, size_t cap) {
     return NULL;
 }
 
-static int run(int argc, char **argv) {
+static const struct option_row *find_flag(const char *name, size_t len) {
+    for (size_t i = 0; i < NROWS; i++) {
+        char flag[64];
+        flag_name(&rows[i], flag, sizeof flag);
+        if (strlen(flag) == len && !strncmp(flag, name, len))
+            return &rows[i];
+    }
+    return NULL;
+}
+
+/* NULL if value is valid for the row, else why not (the library's own words). */
+static const char *invalid_value(const struct option_row *r, const char *value, char *why,
+                                 size_t cap) {
+    if (!strcmp(r->kind, "STRING")) {
+        if (strlen(value) > 1023)
+            return "longer than 1023 bytes";
+        return NULL;
+    }
+    if (!strcmp(r->kind, "CHOICE")) {
+        size_t n = strlen(value);
+        for (const char *c = r->choices; *c;) {
+            size_t len = strcspn(c, "|");
+            if (len == n && n && !strncmp(c, value, n))
+                return NULL;
+            c += len + (c[len] == '|');
+        }
+        snprintf(why, cap, "expected one of %s", r->choices);
+        return why;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    int bad = !*value || *end || errno || v < r->min || v > r->max ||
+              !((*value >= '0' && *value <= '9') || *value == '-');
+    if (!bad)
+        return NULL;
+    if (!strcmp(r->kind, "BOOL"))
+        snprintf(why, cap, "expected 0 or 1");
+    else
+        snprintf(why, cap, "expected an integer from %ld to %ld", r->min, r->max);
+    return why;
+}
+
+/* Options before PROGRAM: each sets its OSCAR_* variable. Returns the index of PROGRAM in
+ * argv, or -1 after printing the error (or -2 after --help). */
+static int parse_run_options(int argc, char **argv) {
     int i = 0;
-    if (i < argc && !strcmp(argv[i], "--"))
-        i++;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            return i + 1;
+        if (a[0] != '-' || !a[1])
+            return i;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return -2;
+        }
+        if (a[1] != '-') {
+            fprintf(stderr, "oscar: run: unknown option '%s' (`oscar --help` lists them)\n", a);
+            return -1;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const char *value = eq ? eq + 1 : NULL;
+        const struct option_row *r = find_flag(name, len);
+        if (!r && !value && len > 3 && !strncmp(name, "no-", 3)) {
+            r = find_flag(name + 3, len - 3);
+            if (r && !strcmp(r->kind, "BOOL"))
+                value = "0";
+            else
+                r = NULL;
+        }
+        if (!r) {
+            fprintf(stderr, "oscar: run: unknown option '--%.*s' (`oscar --help` lists them)\n",
+                    (int)len, name);
+            return -1;
+        }
+        if (!value) {
+            if (!strcmp(r->kind, "BOOL")) {
+                value = "1";
+            } else if (i + 1 < argc) {
+                value = argv[++i];
+            } else {
+                fprintf(stderr, "oscar: run: option '--%.*s' needs a value (%s)\n", (int)len,
+                        name, r->env);
+                return -1;
+            }
+        }
+        char why[128];
+        const char *bad = invalid_value(r, value, why, sizeof why);
+        if (bad) {
+            fprintf(stderr, "oscar: run: --%.*s=%s is invalid (%s)\n", (int)len, name, value,
+                    bad);
+            return -1;
+        }
+        if (setenv(r->env, value, 1) != 0) {
+            perror("oscar: setenv");
+            return -1;
+        }
+    }
+    return i;
+}
+
+static int run(int argc, char **argv) {
+    int i = parse_run_options(argc, argv);
+    if (i == -2)
+        return 0;
+    if (i < 0)
+        return 2;
     if (i >= argc) {
         fprintf(stderr, "oscar: run: no program given\n");
         usage(stderr);
@@ -178,7 +313,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "run"))
         return run(argc - 2, argv + 2);
-    fprintf(stderr, "oscar: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "oscar: unknown %s '%s' (`oscar --help` lists them)\n",
+            argv[1][0] == '-' ? "option" : "command", argv[1]);
     return 2;
 }

@@ -89,7 +89,8 @@ def test_servers_throughput(smoke):
     for w in ran:
         assert "| %s |" % w in tput_table, text
         assert "| %s |" % w not in time_table, text
-    assert (out / "throughput_ratio.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if have_matplotlib():
+        assert (out / "throughput_ratio.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_markdown_table(smoke):
@@ -104,7 +105,17 @@ def test_markdown_table(smoke):
     assert "Machine:" in text
 
 
+def have_matplotlib():
+    try:
+        import matplotlib  # noqa: F401  (bench/run.py runs under this same interpreter)
+    except ImportError:
+        return False
+    return True
+
+
 def test_plots_are_png(smoke):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (Debian package "
+                        "python3-matplotlib): bench/run.py draws no plots")
     out, _ = smoke
     for name in ("time_ratio.png", "memory_ratio.png"):
         data = (out / name).read_bytes()
