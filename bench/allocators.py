@@ -12,6 +12,9 @@ import os
 import subprocess
 
 OSCAR = "@oscar"  # placeholder for <build>/src/liboscar.so, resolved at run time
+# placeholder for MarkUs's libgc.so: $OSCAR_MARKUS_LIB, else <build>/markus/lib/libgc.so, as
+# bench/build_markus.sh installs it (its source is not in Debian: docs/benchmarks.md)
+MARKUS = "@markus"
 
 
 @dataclasses.dataclass
@@ -28,6 +31,14 @@ class Allocator:
 QUIET_EF = {"EF_DISABLE_BANNER": "1"}
 QUIET_DUMA = {"DUMA_DISABLE_BANNER": "1", "DUMA_OUTPUT_STDERR": "0"}
 SCUDO_GLOB = "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so"
+# Scudo's quarantine is off by default. These are the standalone runtime's flag names (the
+# older runtime's QuarantineSizeKb spelling is not parsed by it): a 64 MiB global quarantine,
+# 1 MiB per thread, chunks of up to 64 KiB quarantined.
+SCUDO_QUARANTINE = {"SCUDO_OPTIONS": "quarantine_size_kb=65536:thread_local_quarantine_size_kb=1024:"
+                                     "quarantine_max_chunk_size=65536"}
+# MarkUs prints each stop of the world ("World-stopped marking took N msecs") into this log
+# when GC_PRINT_STATS is set; measure.py substitutes {statsdir} and reads it back.
+MARKUS_LOG = {"GC_PRINT_STATS": "1", "GC_LOG_FILE": "{statsdir}/markus-gc.log"}
 
 ALLOCATORS = [
     Allocator("glibc", None, note="baseline, no preload"),
@@ -43,6 +54,21 @@ ALLOCATORS = [
               note="LLVM's standalone Scudo runtime from compiler-rt"),
     Allocator("electric-fence", "libefence.so.0", QUIET_EF, package="electric-fence"),
     Allocator("duma", "libduma.so.0", QUIET_DUMA, package="duma"),
+]
+
+# Only by name (--allocators) or through a suite (--suite protect): the reuse-preventing
+# designs and Oscar's modes named explicitly, so that the table keeps its meaning when the
+# default mode changes.
+EXTRA = [
+    Allocator("scudo-quarantine", SCUDO_GLOB, SCUDO_QUARANTINE, package="libclang-rt-14-dev",
+              note="Scudo with a 64 MiB quarantine (1 MiB per thread, chunks up to 64 KiB)"),
+    Allocator("markus", MARKUS, MARKUS_LOG,
+              note="MarkUs (S&P 2020): quarantine + stop-the-world conservative mark on the "
+                   "Boehm collector; built by bench/build_markus.sh"),
+    Allocator("oscar-strict", OSCAR, {"OSCAR_MODE": "strict"}, note="OSCAR_MODE=strict"),
+    Allocator("oscar-protect", OSCAR, {"OSCAR_MODE": "protect"},
+              note="OSCAR_MODE=protect: poison + quarantine, conservative mark, reuse what no "
+                   "pointer reaches (issue 17)"),
 ]
 
 # --ablation: Oscar with one optimisation at a time: the shadow batch size (OSCAR_RUN_PAGES:
@@ -106,9 +132,20 @@ def _ldconfig():
     return found
 
 
+def markus_lib(oscar_lib):
+    """Where MarkUs's libgc.so should be: $OSCAR_MARKUS_LIB, else <build>/markus/lib/libgc.so."""
+    if os.environ.get("OSCAR_MARKUS_LIB"):
+        return os.environ["OSCAR_MARKUS_LIB"]
+    build = os.path.dirname(os.path.dirname(oscar_lib or ""))
+    return os.path.join(build, "markus", "lib", "libgc.so")
+
+
 def _locate(lib, oscar_lib):
     if lib is OSCAR:
         return oscar_lib if oscar_lib and os.path.exists(oscar_lib) else None
+    if lib is MARKUS:
+        path = markus_lib(oscar_lib)
+        return path if os.path.exists(path) else None
     if any(ch in lib for ch in "*?["):
         hits = sorted(glob.glob(lib))
         return hits[-1] if hits else None
@@ -147,7 +184,7 @@ def resolve(allocators, oscar_lib, install, log):
     `skip: <name>: <reason>` line for each of the others."""
     if install:
         missing = [a.package for a in allocators
-                   if a.lib not in (None, OSCAR) and a.package and not _locate(a.lib, oscar_lib)]
+                   if a.lib not in (None, OSCAR, MARKUS) and a.package and not _locate(a.lib, oscar_lib)]
         apt_install(sorted(set(missing)), log)
     ready = []
     for a in allocators:
@@ -158,6 +195,9 @@ def resolve(allocators, oscar_lib, install, log):
         if path is None:
             if a.lib is OSCAR:
                 why = "liboscar.so not found at %s (build the project first)" % oscar_lib
+            elif a.lib is MARKUS:
+                why = ("%s not found (its source is not in Debian: bench/build_markus.sh SRC "
+                       "<build>/markus, or set OSCAR_MARKUS_LIB)" % markus_lib(oscar_lib))
             elif a.package:
                 why = "%s not found (Debian package %s; rerun with --install)" % (a.lib, a.package)
             else:

@@ -15,6 +15,8 @@ import glob
 import hashlib
 import json
 import os
+import re
+import statistics
 import signal
 import subprocess
 import tempfile
@@ -39,6 +41,7 @@ class RunResult:
     stderr_tail: str
     oscar: dict                 # Oscar counters summed over the tree's processes, or {}
     throughput: float = None    # servers only: requests per second the load tool measured
+    p99_ms: float = None        # servers only: 99th percentile latency the load tool measured
 
 
 def _read_kv(path):
@@ -105,9 +108,15 @@ def sample_tree(root):
     return total + sum(memfds.values()), hwm
 
 
+def _per_process(key):
+    """Counters that describe one process (high-water marks, the longest or median stop of
+    the world): merged over a process tree by taking the maximum, not the sum."""
+    return key.startswith("peak_") or key.endswith("_max") or key.endswith("_median")
+
+
 def _oscar_counters(stats_dir):
     """Sum the per-process JSON files (one per pid: fork and exec each start a file); the
-    peak_* gauges take the maximum instead, since they are per-process high-water marks."""
+    per-process figures (_per_process) take the maximum instead."""
     merged = {}
     for path in glob.glob(os.path.join(stats_dir, "oscar-*.json")):
         try:
@@ -116,13 +125,98 @@ def _oscar_counters(stats_dir):
         except (OSError, ValueError):
             continue
         for key, val in data.items():
-            if not isinstance(val, int):
+            if not isinstance(val, (int, float)) or isinstance(val, bool):
                 continue
-            if key.startswith("peak_"):
+            if _per_process(key):
                 merged[key] = max(merged.get(key, 0), val)
             else:
                 merged[key] = merged.get(key, 0) + val
     return merged
+
+
+MARKUS_PAUSE = re.compile(rb"World-stopped marking took (\d+) msecs")
+
+
+def _markus_counters(stats_dir):
+    """MarkUs (the Boehm collector) logs each stop of the world in milliseconds when
+    GC_PRINT_STATS is set (allocators.MARKUS_LOG): the same names as Oscar's scan counters."""
+    pauses = []
+    for path in glob.glob(os.path.join(stats_dir, "markus-gc*.log")):
+        try:
+            with open(path, "rb") as f:
+                pauses += [int(m.group(1)) * 1000 for m in MARKUS_PAUSE.finditer(f.read())]
+        except OSError:
+            pass
+    if not pauses:
+        return {}
+    return {"scan_rounds": len(pauses), "scan_pause_us_max": max(pauses),
+            "scan_pause_us_median": statistics.median(pauses)}
+
+
+# Oscar's own warnings that a setting was not taken (src/base/options.c): a cell run with a
+# mode the library does not know yet would otherwise measure the default mode under its name.
+REJECTED_SETTING = re.compile(r"^oscar: warning: (OSCAR_\w+(?:=\S*)? is (?:invalid|not an oscar setting))",
+                              re.M)
+
+
+def rejected_setting(stderr_text):
+    """'rejected: OSCAR_MODE=protect is invalid' if Oscar refused one of its settings."""
+    m = REJECTED_SETTING.search(stderr_text)
+    return "rejected: " + m.group(1) if m else None
+
+
+def substitute_env(env, stats_dir):
+    """{statsdir} in a setting's value becomes the run's private directory."""
+    return {k: v.replace("{statsdir}", stats_dir) if isinstance(v, str) else v
+            for k, v in env.items()}
+
+
+def collect_counters(stats_dir, oscar_stats):
+    counters = _oscar_counters(stats_dir) if oscar_stats else {}
+    counters.update(_markus_counters(stats_dir))
+    return counters
+
+
+def _head_and_tail(path, n=2000):
+    with open(path, "rb") as f:
+        head = f.read(4096)
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - n))
+        tail = f.read()
+    return head.decode("utf-8", "replace"), tail.decode("utf-8", "replace")
+
+
+def count_syscalls(argv, env, preload, timeout, stdin=None, cwd=None):
+    """Memory-management system calls (strace's %memory class: mmap, munmap, mremap,
+    mprotect, madvise, brk, ...) the command and its threads and children make, for allocators
+    that keep no counter of their own; None when strace is missing or the run failed. The
+    preload is given to the traced program only (strace -E), never to strace itself."""
+    import shutil
+    if not shutil.which("strace"):
+        return None
+    env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    with tempfile.TemporaryDirectory(prefix="oscar-bench-strace-") as tmp:
+        env = substitute_env(env, tmp)
+        out = os.path.join(tmp, "strace.txt")
+        cmd = ["strace", "-f", "-c", "-U", "calls,name", "-e", "trace=%memory", "-o", out]
+        if preload:
+            cmd += ["-E", "LD_PRELOAD=" + preload]
+        try:
+            with open(stdin or os.devnull, "rb") as inp:
+                proc = subprocess.run(cmd + ["--"] + list(argv), stdin=inp,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      env=env, cwd=cwd, timeout=timeout, start_new_session=True)
+        except (subprocess.TimeoutExpired, OSError):
+            return None
+        if proc.returncode != 0:
+            return None
+        try:
+            with open(out) as f:
+                text = f.read()
+        except OSError:
+            return None
+    m = re.search(r"^\s*(\d+)\s+total\s*$", text, re.M)
+    return int(m.group(1)) if m else None
 
 
 class TreeSampler:
@@ -176,7 +270,7 @@ def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False, digest=None
     """Run argv once (no shell) in its own session and measure it. stdout_sha hashes the
     whole stdout, or digest(stdout bytes) when given (for programs that print timings)."""
     with tempfile.TemporaryDirectory(prefix="oscar-bench-") as tmp:
-        env = dict(env)
+        env = substitute_env(env, tmp)
         if oscar_stats:
             env["OSCAR_STATS_FILE"] = os.path.join(tmp, "oscar-%p.json")
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
@@ -203,15 +297,14 @@ def run(argv, env, timeout, stdin=None, cwd=None, oscar_stats=False, digest=None
                 sha.update(head)
                 for block in iter(lambda: f.read(1 << 20), b""):
                     sha.update(block)
-        with open(err_path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 2000))
-            err_tail = f.read().decode("utf-8", "replace")
+        err_head, err_tail = _head_and_tail(err_path)
         status_text = "timeout" if sampler.timed_out.is_set() else describe_status(status)
+        if oscar_stats and status_text == "ok":
+            status_text = rejected_setting(err_head + err_tail) or status_text
         return RunResult(status=status_text, seconds=seconds, peak_bytes=sampler.peak[0],
                          rss_bytes=sampler.peak[1],
                          faults=usage.ru_minflt + usage.ru_majflt,
                          stdout_sha=sha.hexdigest(),
                          stdout_head=head.decode("utf-8", "replace"),
                          stderr_tail=err_tail,
-                         oscar=_oscar_counters(tmp) if oscar_stats else {})
+                         oscar=collect_counters(tmp, oscar_stats))

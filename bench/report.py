@@ -9,7 +9,12 @@ COLUMNS = ["workload", "allocator", "status", "runs", "time_s", "time_ratio", "m
            "peak_mappings_per_1k_allocs", "peak_canonical_mib", "note",
            # servers (bench/servers.py): requests/s and its ratio to glibc (higher is better);
            # their rows leave time_ratio empty, since the load tool fixes the run time
-           "throughput", "throughput_ratio"]
+           "throughput", "throughput_ratio", "p99_ms", "p99_ratio",
+           # where syscalls_per_1k_allocs comes from for the other allocators (strace)
+           "syscalls_source",
+           # stops of the world (Oscar's protect mode counters, MarkUs's log)
+           "scan_rounds", "scan_pause_us_median", "scan_pause_us_max", "scan_bytes",
+           "scan_mib_per_round", "scan_still_referenced"]
 
 
 def server_workloads(rows_list, workloads):
@@ -94,8 +99,61 @@ def markdown(rows_list, allocators, workloads, meta):
         lines.append("| **geomean** | | %s |"
                      % " | ".join(_geo_row(rows, allocators, workloads_here, key)))
         lines.append("")
+    p99 = [w for w in served if any(rows.get((w, a), {}).get("p99_ms") is not None
+                                    for a in allocators)]
+    if p99:
+        lines.append("### Servers: p99 latency, ratio to glibc (lower is better)")
+        lines.append("")
+        lines.append("| workload | glibc p99 ms | %s |" % " | ".join(allocators))
+        lines.append("|---|---:|%s" % ("---:|" * len(allocators)))
+        for w in p99:
+            lines.append("| %s | %s | %s |" % (w, _cell(rows.get((w, "glibc")), "p99_ms", 2),
+                                               " | ".join(_cell(rows.get((w, a)), "p99_ratio")
+                                                          for a in allocators)))
+        lines.append("")
+    peers = [a for a in allocators
+             if any(rows.get((w, a), {}).get("syscalls_source") for w in workloads)]
+    if peers:
+        counted = [a for a in allocators if any(rows.get((w, a), {}).get("syscalls_per_1k_allocs")
+                                                is not None for w in workloads)]
+        lines.append("### System calls per 1000 allocations")
+        lines.append("")
+        lines.append("Oscar: its own counter (every system call it makes). The others: the "
+                     "memory-management calls (strace's %memory class: mmap, munmap, mremap, "
+                     "mprotect, madvise, brk, ...) of one more, untimed run, program start "
+                     "included, over the allocations the program (or an Oscar cell of the "
+                     "same workload) counted.")
+        lines.append("")
+        lines.append("| workload | %s |" % " | ".join(counted))
+        lines.append("|---|%s" % ("---:|" * len(counted)))
+        for w in timed:
+            lines.append("| %s | %s |" % (w, " | ".join(
+                _cell(rows.get((w, a)), "syscalls_per_1k_allocs", 2) for a in counted)))
+        lines.append("")
+    scanned = [a for a in allocators if any(rows.get((w, a), {}).get("scan_rounds")
+                                            for w in workloads)]
+    if scanned:
+        lines.append("### Stops of the world (marks): count, median and max ms, MiB scanned per mark")
+        lines.append("")
+        lines.append("| workload | %s |" % " | ".join(scanned))
+        lines.append("|---|%s" % ("---:|" * len(scanned)))
+        for w in workloads:
+            cells = []
+            for a in scanned:
+                r = rows.get((w, a))
+                if r is None or r["status"] != "ok" or not r.get("scan_rounds"):
+                    cells.append(_cell(r, "scan_rounds", 0) if r is None or r["status"] != "ok"
+                                 else "")
+                    continue
+                ms = lambda k: ("%.1f" % (r[k] / 1000.0)) if r.get(k) is not None else ""  # noqa: E731
+                mib = ("%.0f" % r["scan_mib_per_round"]) if r.get("scan_mib_per_round") else ""
+                cells.append("%d / %s / %s / %s" % (r["scan_rounds"], ms("scan_pause_us_median"),
+                                                    ms("scan_pause_us_max"), mib))
+            lines.append("| %s | %s |" % (w, " | ".join(cells)))
+        lines.append("")
     oscars = [a for a in allocators if any(rows.get((w, a), {}).get("syscalls_per_1k_allocs")
-                                           is not None for w in workloads)]
+                                           is not None and not rows[(w, a)].get("syscalls_source")
+                                           for w in workloads)]
     if oscars:
         lines.append("### Oscar: system calls and peak kernel mappings per 1000 allocations")
         lines.append("")

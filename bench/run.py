@@ -3,11 +3,13 @@
 
     python3 bench/run.py [--smoke] [--allocators a,b] [--workloads x,y] [--runs N]
                          [--out DIR] [--install] [--ablation] [--allocator name=/lib.so[:K=V,..]]
+    python3 bench/run.py --suite protect [--quick]     (issue 17: protect mode side by side)
 
 Runs are interleaved (round 1: every workload under every allocator, then round 2, ...), so
 drift on a noisy machine hits all allocators alike; each cell reports the median of its runs.
 Writes results.csv, results.md, time_ratio.png and memory_ratio.png (and throughput_ratio.png
-when servers ran: bench/servers.py) into --out.
+when servers ran: bench/servers.py) into --out; a suite with scanstress also pauses.csv and
+pause_vs_live.png (bench/pauses.py).
 See docs/benchmarks.md.
 """
 
@@ -26,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import allocators as alloc_mod  # noqa: E402
 import measure  # noqa: E402
+import pauses  # noqa: E402
 import report  # noqa: E402
 import servers  # noqa: E402
 import workloads as wl_mod  # noqa: E402
@@ -60,6 +63,17 @@ def parse_args(argv):
                    help="minutes for the whole suite (default 27; 0: none): after the third "
                         "round, a round that would not finish in time is not started, and the "
                         "tables say how many runs each cell got")
+    p.add_argument("--suite", choices=sorted(wl_mod.SUITES),
+                   help="a named comparison: its workloads and allocators (bench/workloads.py "
+                        "SUITES); --workloads and --allocators still narrow it")
+    p.add_argument("--quick", action="store_true",
+                   help="one run per cell and a shorter pause sweep (full sizes)")
+    p.add_argument("--syscalls", choices=["auto", "on", "off"], default="auto",
+                   help="count the other allocators' memory system calls with strace, one extra "
+                        "untimed run per cell (auto: with --suite)")
+    p.add_argument("--pauses", choices=["auto", "on", "off"], default="auto",
+                   help="scanstress at several live heap sizes under the allocators that report "
+                        "their stops of the world (auto: when the suite has scanstress)")
     p.add_argument("--list", action="store_true", help="list allocators and workloads, then exit")
     return p.parse_args(argv)
 
@@ -146,6 +160,14 @@ def aggregate(workload, allocator, results, baseline, kind=None):
         # e.g. a server that rewrites its environment for its process title (redis, nginx)
         # before Oscar reads OSCAR_STATS_FILE at exit
         row["note"] = (row["note"] + " no OSCAR_STATS_FILE written").strip()
+    # Stops of the world (Oscar's protect mode, MarkUs's log): medians over the runs; blank
+    # when the allocator reports none.
+    for key in SCAN_KEYS:
+        vals = [r.oscar[key] for r in ok if key in r.oscar]
+        if vals:
+            row[key] = med(vals)
+    if row.get("scan_rounds") and row.get("scan_bytes"):
+        row["scan_mib_per_round"] = row["scan_bytes"] / row["scan_rounds"] / 2**20
     if kind == "server":
         # The figure is throughput (higher is better); the run time is fixed by the load
         # tool's duration, so it gets no time ratio.
@@ -154,6 +176,13 @@ def aggregate(workload, allocator, results, baseline, kind=None):
             row["throughput_ratio"] = 1.0
         elif baseline and baseline.get("throughput"):
             row["throughput_ratio"] = row["throughput"] / baseline["throughput"]
+        p99 = [r.p99_ms for r in ok if r.p99_ms is not None]
+        if p99:
+            row["p99_ms"] = med(p99)
+            if allocator.name == "glibc":
+                row["p99_ratio"] = 1.0
+            elif baseline and baseline.get("p99_ms"):
+                row["p99_ratio"] = row["p99_ms"] / baseline["p99_ms"]
     if allocator.name == "glibc":
         if kind != "server":
             row["time_ratio"] = 1.0
@@ -166,19 +195,59 @@ def aggregate(workload, allocator, results, baseline, kind=None):
     return row
 
 
+SCAN_KEYS = ["scan_rounds", "scan_pause_us_median", "scan_pause_us_max", "scan_bytes",
+             "scan_still_referenced"]
+
+
+def count_peer_syscalls(rows, workloads, commands, ready, work, timeout):
+    """Peers keep no system-call counter: one more run of each of their cells under strace
+    (untimed) counts its memory-management calls; per 1000 allocations of the workload, as
+    the program prints them or as an Oscar cell of the same workload counted them."""
+    by_cell = {(r["workload"], r["allocator"]): r for r in rows}
+    for w in workloads:
+        if w.kind == "server":
+            continue
+        allocs = [r.get("allocations") for r in rows
+                  if r["workload"] == w.name and r.get("allocations")]
+        oscar_allocs = [by_cell[(w.name, a.name)].get("allocations") for a in ready
+                        if a.is_oscar and (w.name, a.name) in by_cell]
+        n = next((x for x in oscar_allocs if x), None) or (allocs[0] if allocs else None)
+        if not n:
+            continue
+        cmd = commands[w.name]
+        for a in ready:
+            row = by_cell.get((w.name, a.name))
+            if a.is_oscar or row is None or row["status"] != "ok":
+                continue
+            env = clean_env(cmd.env)
+            env.update(a.env)
+            calls = measure.count_syscalls(cmd.argv, env, a.preload,
+                                           max(60.0, 20 * row["time_s"]),
+                                           stdin=cmd.stdin, cwd=cmd.cwd or work)
+            if calls is not None:
+                row["syscalls_per_1k_allocs"] = 1000.0 * calls / n
+                row["syscalls_source"] = "strace %memory"
+            log("syscalls: %-12s %-16s %s" % (w.name, a.name,
+                                              "%d memory calls" % calls if calls is not None
+                                              else "not counted (strace missing or run failed)"))
+
+
 def main(argv=None):
     args = parse_args(argv)
+    suite = wl_mod.SUITES.get(args.suite) if args.suite else None
     size = "smoke" if args.smoke else "full"
-    runs = args.runs or (1 if args.smoke else 5)
-    timeout = args.timeout or (60.0 if args.smoke else 20.0)
+    runs = args.runs or (1 if args.smoke or args.quick else 5)
+    # a suite's strict-mode cells run ~60x glibc's second or two
+    timeout = args.timeout or (60.0 if args.smoke else 300.0 if suite else 20.0)
     build = os.path.abspath(args.build_dir or os.environ.get("OSCAR_BUILD_DIR")
                             or os.path.join(REPO, "build"))
     oscar_lib = os.path.join(build, "src", "liboscar.so")
 
     table = alloc_mod.ABLATION if args.ablation else alloc_mod.ALLOCATORS
-    if args.allocators:
-        names = [n.strip() for n in args.allocators.split(",") if n.strip()]
-        by_name = {a.name: a for a in alloc_mod.ALLOCATORS + alloc_mod.ABLATION}
+    if args.allocators or suite:
+        names = [n.strip() for n in (args.allocators or ",".join(suite["allocators"])).split(",")
+                 if n.strip()]
+        by_name = {a.name: a for a in alloc_mod.ALLOCATORS + alloc_mod.ABLATION + alloc_mod.EXTRA}
         chosen = []
         for n in names:
             if n in by_name:
@@ -199,7 +268,7 @@ def main(argv=None):
     chosen.sort(key=lambda a: a.name != "glibc")
 
     if args.list:
-        for a in alloc_mod.ALLOCATORS + alloc_mod.ABLATION:
+        for a in alloc_mod.ALLOCATORS + alloc_mod.ABLATION + alloc_mod.EXTRA:
             log("allocator %-16s %s %s" % (a.name, a.lib or "-", a.env or ""))
         for w in wl_mod.WORKLOADS:
             log("workload  %-16s %s" % (w.name, w.description))
@@ -208,12 +277,20 @@ def main(argv=None):
     ready = alloc_mod.resolve(chosen, oscar_lib, args.install, log)
 
     wanted = ([n.strip() for n in args.workloads.split(",")] if args.workloads
-              else [w.name for w in wl_mod.WORKLOADS])
+              else list(suite["workloads"]) if suite
+              else [w.name for w in wl_mod.WORKLOADS if w.in_default])
     known = {w.name: w for w in wl_mod.WORKLOADS}
     if args.install:
         pkgs = sorted({p for n in wanted if n in known for p in wl_mod.missing_requirements(known[n])})
         alloc_mod.apt_install(pkgs, log)
+        if "speedtest1" in wanted and wl_mod._speedtest1_missing(wl_mod.Context("", "", build)):
+            alloc_mod.apt_install(["libsqlite3-dev", "dpkg-dev"], log)
+            proc = subprocess.run(["sh", os.path.join(HERE, "build_speedtest1.sh"),
+                                   os.path.dirname(wl_mod.speedtest1_path(build))],
+                                  capture_output=True, text=True)
+            log("install: speedtest1: " + (proc.stdout + proc.stderr).strip()[-300:])
     progs = programs_dir(build)
+    probe = wl_mod.Context(progs, "", build)
     workloads = []
     for n in wanted:
         w = known.get(n)
@@ -222,7 +299,9 @@ def main(argv=None):
         elif wl_mod.missing_requirements(w):
             log("skip: %s: not installed (Debian package %s; rerun with --install)"
                 % (n, ", ".join(wl_mod.missing_requirements(w))))
-        elif w.kind == "micro" and not os.path.exists(w.make(wl_mod.Context(progs, ""), 1).argv[0]):
+        elif w.missing and w.missing(probe):
+            log("skip: %s: %s" % (n, w.missing(probe)))
+        elif w.kind == "micro" and not os.path.exists(w.make(probe, w.sizes["smoke"]).argv[0]):
             log("skip: %s: benchmark program not built in %s" % (n, progs))
         else:
             workloads.append(w)
@@ -231,7 +310,7 @@ def main(argv=None):
         HERE, "results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S")))
     os.makedirs(out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="oscar-bench-work-")
-    ctx = wl_mod.Context(progs, work)
+    ctx = wl_mod.Context(progs, work, build)
     commands = {w.name: w.make(ctx, w.sizes[size]) for w in workloads}  # generates the inputs
 
     log("bench: %d workloads x %d allocators x %d runs (%s size), output in %s"
@@ -294,24 +373,42 @@ def main(argv=None):
                         "mem_mib": statistics.median(r.peak_bytes for r in base_runs) / 2**20}
             if w.kind == "server":
                 baseline["throughput"] = statistics.median(r.throughput for r in base_runs)
+                p99 = [r.p99_ms for r in base_runs if r.p99_ms is not None]
+                baseline["p99_ms"] = statistics.median(p99) if p99 else None
         for a in ready:
             if (w.name, a.name) in results:
                 rows.append(aggregate(w.name, a, results[(w.name, a.name)], baseline, w.kind))
 
+    if args.syscalls == "on" or (args.syscalls == "auto" and suite):
+        count_peer_syscalls(rows, workloads, commands, ready, work, timeout)
+
+    sweep = None
+    if args.pauses == "on" or (args.pauses == "auto" and any(w.name == "scanstress" for w in workloads)):
+        sweep = pauses.sweep(progs, ready, clean_env, timeout, quick=args.quick or args.smoke,
+                             smoke=args.smoke, log=log)
+
     elapsed = time.monotonic() - started
-    meta = ("Machine: %s. Date: %s. Size: %s, %d round(s): up to that many runs per cell (the CSV's runs column), interleaved, median; "
-            "suite took %.0f s." % (machine_description(),
+    meta = ("Command: `python3 bench/run.py %s`. "
+            "Machine: %s. Date: %s. Size: %s, %d round(s): up to that many runs per cell (the CSV's runs column), interleaved, median; "
+            "suite took %.0f s." % (" ".join(argv if argv is not None else sys.argv[1:]),
+                                     machine_description(),
                                      datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
                                      size, done_rounds, elapsed))
     names = [a.name for a in ready]
     wnames = [w.name for w in workloads]
     report.write_csv(rows, os.path.join(out, "results.csv"))
+    text = report.markdown(rows, names, wnames, meta)
+    if sweep:
+        pauses.write_csv(sweep, os.path.join(out, "pauses.csv"))
+        text += "\n" + pauses.markdown(sweep)
     with open(os.path.join(out, "results.md"), "w") as f:
-        f.write(report.markdown(rows, names, wnames, meta))
+        f.write(text)
     try:
         report.plots(rows, names, wnames, out)
+        if sweep:
+            pauses.plot(sweep, os.path.join(out, "pause_vs_live.png"))
     except ImportError:
-        log("skip: plots: matplotlib is not installed (pip install matplotlib)")
+        log("skip: plots: matplotlib is not installed (Debian package python3-matplotlib)")
     log("bench: done in %.0f s: %s" % (elapsed, ", ".join(
         os.path.join(out, f) for f in sorted(os.listdir(out)))))
     return 0

@@ -13,8 +13,9 @@ accepted a connection); "stop timeout" (it did not exit within STOP_TIMEOUT of t
 signal); "load failed" (the load tool exited non-zero or printed no figure); "load errors"
 (the load tool saw errors: wrong values, non-2xx responses, socket errors).
 
-The servers' settings (ports, nginx with a master and 2 workers, memcached with 4 threads,
-memaslap's 95% gets) follow tests/test_servers.py, their correctness tests.
+This module is also the server harness of tests/test_servers.py (the servers' correctness
+tests): ServerProcess (start, wait for the port, stop, kill, describe), run_tool, free_port,
+which, the servers' and load tools' command lines and configurations. Change them here once.
 """
 
 import dataclasses
@@ -66,13 +67,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _reap(pid):
-    """(status, rusage) if the process has exited (and is now reaped), else None."""
-    try:
-        got, status, usage = os.wait4(pid, os.WNOHANG)
-    except ChildProcessError:
-        return None
-    return (status, usage) if got else None
+def run_tool(argv, env, timeout, cwd=None):
+    """A load tool (or client), not preloaded, in its own session: a CompletedProcess with
+    text output; raises subprocess.TimeoutExpired."""
+    return subprocess.run([str(a) for a in argv], env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, errors="replace", cwd=cwd,
+                          timeout=timeout, start_new_session=True)
 
 
 def _tail(path, n=2000):
@@ -85,11 +85,105 @@ def _tail(path, n=2000):
         return ""
 
 
+class ServerProcess:
+    """One server process, the one lifecycle both bench/run.py and tests/test_servers.py use:
+    started in its own session (its workers share its process group) with stdout and stderr in
+    files of workdir; wait_port() until it accepts connections; stop() with its stop signal,
+    then the whole process group is killed. It is reaped with wait4, so `status` and `usage`
+    (page faults of the server and its reaped workers) are there once it has exited."""
+
+    def __init__(self, argv, env, workdir, name="server"):
+        self.argv = [str(a) for a in argv]
+        self.workdir, self.name = str(workdir), name
+        self.out = os.path.join(self.workdir, name + ".stdout")
+        self.err = os.path.join(self.workdir, name + ".stderr")
+        self.status = self.usage = None
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.start = time.monotonic()
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=err, env=env, cwd=self.workdir,
+                                         start_new_session=True)
+        self.pid = self.proc.pid
+
+    def exited(self):
+        """True once the server has exited (it is then reaped)."""
+        if self.status is None:
+            try:
+                got, status, usage = os.wait4(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            if got:
+                self.status, self.usage = status, usage
+                self.proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        return self.status is not None
+
+    @property
+    def returncode(self):
+        return None if self.status is None else os.waitstatus_to_exitcode(self.status)
+
+    def wait_port(self, port, timeout=START_TIMEOUT):
+        """"ok" once 127.0.0.1:port accepts a connection (nginx: the master listens, workers
+        accept), "exited" if the server exited first, "no listen" after timeout seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.exited():
+                return "exited"
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return "ok"
+            except OSError:
+                time.sleep(0.02)
+        return "no listen"
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        """Send the stop signal and wait up to timeout for the server to exit; then kill its
+        process group (workers left behind). True if it exited by itself."""
+        if not self.exited():
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + timeout
+            while not self.exited() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        by_itself = self.exited()
+        self.kill()
+        return by_itself
+
+    def kill(self):
+        """SIGKILL to the process group, and reap the server."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.status is None:
+            try:
+                _, self.status, self.usage = os.wait4(self.pid, 0)
+                self.proc.returncode = os.waitstatus_to_exitcode(self.status)
+            except ChildProcessError:
+                pass
+
+    def stderr_text(self):
+        try:
+            with open(self.err, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def describe(self, *logs):
+        """The command, its exit status and the tails of its output and logs (for failures)."""
+        text = "%s: %s\nreturncode %s\n" % (self.name, " ".join(self.argv), self.returncode)
+        for path in (self.out, self.err) + tuple(str(l) for l in logs):
+            if os.path.exists(path):
+                text += "--- %s (tail):\n%s\n" % (os.path.basename(path), _tail(path, 3000))
+        return text
+
+
 def run(spec, env, load_env, timeout, oscar_stats=False):
     """Start spec's server with env, load it with load_env, stop it; a measure.RunResult with
     throughput set (None when the run failed)."""
     with tempfile.TemporaryDirectory(prefix="oscar-bench-server-") as tmp:
-        env = dict(env)
+        env = measure.substitute_env(env, tmp)
         if oscar_stats:
             env["OSCAR_STATS_FILE"] = os.path.join(tmp, "oscar-%p.json")
         workdir = os.path.join(tmp, "server")
@@ -104,117 +198,89 @@ def run(spec, env, load_env, timeout, oscar_stats=False):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write(subst(text))
-        out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
-        status_text, throughput, summary, load_text = None, None, "", ""
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            start = time.monotonic()
-            proc = subprocess.Popen([subst(a) for a in spec.argv], stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err, env=env, cwd=workdir,
-                                    start_new_session=True)
-            sampler = measure.TreeSampler(proc.pid, start, timeout)
-            reaped = None
-            try:
-                # 1. Wait until it accepts connections (nginx: the master listens, workers accept).
-                deadline = start + min(START_TIMEOUT, timeout)
-                ready = False
-                while not ready and time.monotonic() < deadline:
-                    reaped = _reap(proc.pid)
-                    if reaped:
-                        break
-                    try:
-                        with socket.create_connection(("127.0.0.1", port), timeout=1):
-                            ready = True
-                    except OSError:
-                        time.sleep(0.02)
-                if reaped:
-                    pass  # exited at start: its exit status says how
-                elif not ready:
-                    status_text = "timeout" if sampler.timed_out.is_set() else "no listen"
+        status_text, throughput, p99, summary, load_text = None, None, None, "", ""
+        server = ServerProcess([subst(a) for a in spec.argv], env, workdir)
+        start = server.start
+        sampler = measure.TreeSampler(server.pid, start, timeout)
+        try:
+            # 1. Wait until it accepts connections.
+            listening = server.wait_port(port, min(START_TIMEOUT, timeout))
+            if listening == "exited":
+                pass  # exited at start: its exit status says how
+            elif listening != "ok":
+                status_text = "timeout" if sampler.timed_out.is_set() else "no listen"
+            else:
+                # 2. The load, from a tool that is not preloaded.
+                remaining = max(1.0, timeout - (time.monotonic() - start))
+                try:
+                    res = run_tool([subst(a) for a in spec.load], load_env, remaining, workdir)
+                except subprocess.TimeoutExpired:
+                    status_text = "timeout"
                 else:
-                    # 2. The load, from a tool that is not preloaded.
-                    remaining = max(1.0, timeout - (time.monotonic() - start))
-                    try:
-                        res = subprocess.run([subst(a) for a in spec.load], env=load_env,
-                                             stdin=subprocess.DEVNULL, capture_output=True,
-                                             text=True, errors="replace", cwd=workdir,
-                                             timeout=remaining, start_new_session=True)
-                    except subprocess.TimeoutExpired:
-                        status_text = "timeout"
+                    load_text = res.stdout + res.stderr
+                    if server.exited():
+                        pass  # the server died under load
+                    elif res.returncode != 0:
+                        status_text = "load failed"
+                        load_text += "\n%s: exit %d" % (os.path.basename(spec.load[0]),
+                                                        res.returncode)
                     else:
-                        load_text = res.stdout + res.stderr
-                        reaped = _reap(proc.pid)
-                        if reaped:
-                            pass  # the server died under load
-                        elif res.returncode != 0:
-                            status_text = "load failed"
-                            load_text += "\n%s: exit %d" % (os.path.basename(spec.load[0]),
-                                                            res.returncode)
-                        else:
-                            try:
-                                throughput, summary = spec.parse(load_text)
-                            except LoadError as exc:
-                                status_text = "load errors"
-                                load_text += "\n%s: %s" % (os.path.basename(spec.load[0]), exc)
-            finally:
-                # 3. Stop it cleanly, and wait for it (and reap it: wait4 gives its faults).
-                if not reaped:
-                    try:
-                        os.kill(proc.pid, spec.stop_signal)
-                    except ProcessLookupError:
-                        pass
-                    stop_deadline = time.monotonic() + STOP_TIMEOUT
-                    while not reaped and time.monotonic() < stop_deadline:
-                        reaped = _reap(proc.pid)
-                        if not reaped:
-                            time.sleep(0.02)
-                    if not reaped:
-                        if status_text is None:
-                            status_text = "stop timeout"
                         try:
-                            os.killpg(proc.pid, signal.SIGKILL)
-                        except (ProcessLookupError, PermissionError):
-                            pass
-                        _, status, usage = os.wait4(proc.pid, 0)
-                        reaped = (status, usage)
-                seconds = time.monotonic() - start
-                status, usage = reaped
-                proc.returncode = os.waitstatus_to_exitcode(status)  # we reaped it, not Popen
-                sampler.stop()
-                try:  # workers left behind
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                            throughput, summary, p99 = spec.parse(load_text)
+                        except LoadError as exc:
+                            status_text = "load errors"
+                            load_text += "\n%s: %s" % (os.path.basename(spec.load[0]), exc)
+        finally:
+            # 3. Stop it cleanly, and wait for it (wait4 gives its faults).
+            if not server.stop(spec.stop_signal) and status_text is None:
+                status_text = "stop timeout"
+            seconds = time.monotonic() - start
+            sampler.stop()
         if sampler.timed_out.is_set():
             status_text = "timeout"
         elif status_text is None:
-            status_text = measure.describe_status(status)
+            status_text = measure.describe_status(server.status)
+        err_head, err_tail = measure._head_and_tail(server.err)
+        if oscar_stats and status_text == "ok":
+            status_text = measure.rejected_setting(err_head + err_tail) or status_text
         if status_text != "ok":
-            throughput = None
-        err_tail = _tail(err_path)
+            throughput = p99 = None
         if load_text and status_text.startswith("load"):
             err_tail += "\n" + load_text.strip()[-1500:]
+        usage = server.usage
         return measure.RunResult(
             status=status_text, seconds=seconds, peak_bytes=sampler.peak[0],
-            rss_bytes=sampler.peak[1], faults=usage.ru_minflt + usage.ru_majflt,
+            rss_bytes=sampler.peak[1],
+            faults=(usage.ru_minflt + usage.ru_majflt) if usage else 0,
             stdout_sha=hashlib.sha256(summary.encode()).hexdigest(),
             stdout_head=load_text[:4096], stderr_tail=err_tail,
-            oscar=measure._oscar_counters(tmp) if oscar_stats else {},
-            throughput=throughput)
+            oscar=measure.collect_counters(tmp, oscar_stats),
+            throughput=throughput, p99_ms=p99)
 
 
 # ---- the load tools' reports -----------------------------------------------------------------
+# Each parser: the load tool's stdout + stderr -> (requests/s, summary compared with glibc's,
+# p99 latency in ms or None); raises LoadError.
 
 def parse_redis_benchmark(text):
-    """redis-benchmark --csv: one "TEST","rps",... line per test, each test the same request
-    count, so the throughput of the whole run is tests / sum(1/rps)."""
-    rps = {m.group(1): float(m.group(2))
-           for m in re.finditer(r'^"([^"]+)","([\d.]+)"', text, re.M)}
+    """redis-benchmark --csv: one "TEST","rps","avg_latency_ms",...,"p99_latency_ms",... line
+    per test, each test the same request count, so the throughput of the whole run is
+    tests / sum(1/rps); the p99 is the highest of the tests' p99s (the slowest command)."""
+    header = re.search(r'^"test","rps",(.*)$', text, re.M)
+    columns = [c.strip('"') for c in header.group(1).split(",")] if header else []
+    rps, p99s = {}, []
+    for m in re.finditer(r'^"([^"]+)","([\d.]+)"((?:,"[\d.]+")*)', text, re.M):
+        rps[m.group(1)] = float(m.group(2))
+        rest = [float(v.strip('"')) for v in m.group(3).split(",")[1:]]
+        if "p99_latency_ms" in columns and len(rest) == len(columns):
+            p99s.append(rest[columns.index("p99_latency_ms")])
     bad = re.search(r"^.*\b(error|ERR)\b.*$", text, re.M | re.I)
     if bad:
         raise LoadError(bad.group(0).strip()[:160])
     if not rps or min(rps.values()) <= 0:
         raise LoadError("no requests-per-second figures in its output")
-    return len(rps) / sum(1.0 / v for v in rps.values()), "tests " + ",".join(sorted(rps))
+    return (len(rps) / sum(1.0 / v for v in rps.values()), "tests " + ",".join(sorted(rps)),
+            max(p99s) if p99s else None)
 
 
 def parse_memaslap(text):
@@ -230,11 +296,15 @@ def parse_memaslap(text):
     secs, ops, tps = float(runs[-1][0]), int(runs[-1][1]), float(runs[-1][2])
     if ops == 0:
         raise LoadError("no operations completed")
-    return (ops / secs if secs > 0 else tps), "memaslap ok"
+    return (ops / secs if secs > 0 else tps), "memaslap ok", None
+
+
+WRK_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
 
 
 def parse_wrk(text):
-    """wrk: "Requests/sec: 12345.67"; non-2xx responses and socket errors are load errors."""
+    """wrk: "Requests/sec: 12345.67" and, with --latency, " 99%  3.21ms"; non-2xx responses
+    and socket errors are load errors."""
     m = re.search(r"Requests/sec:\s*([\d.]+)", text)
     for pattern in (r"Non-2xx or 3xx responses: \d+", r"Socket errors: [^\n]*"):
         bad = re.search(pattern, text)
@@ -242,7 +312,40 @@ def parse_wrk(text):
             raise LoadError(bad.group(0))
     if not m or float(m.group(1)) <= 0:
         raise LoadError("no 'Requests/sec:' line in its output")
-    return float(m.group(1)), "wrk ok"
+    p99 = re.search(r"^\s*99(?:\.0+)?%\s+([\d.]+)(us|ms|s|m)\s*$", text, re.M)
+    return (float(m.group(1)), "wrk ok",
+            float(p99.group(1)) * WRK_UNITS[p99.group(2)] if p99 else None)
+
+
+# ---- the servers' command lines (also tests/test_servers.py's) ------------------------------
+
+def redis_server_argv(port, workdir, logfile, *extra):
+    """redis-server on 127.0.0.1:port, no persistence unless `extra` asks, in the foreground."""
+    return [which("redis-server"), "--port", str(port), "--bind", "127.0.0.1",
+            "--dir", str(workdir), "--save", "", "--appendonly", "no", "--daemonize", "no",
+            "--logfile", str(logfile), "--protected-mode", "no"] + [str(e) for e in extra]
+
+
+def memcached_argv(port):
+    """memcached on 127.0.0.1:port (TCP only), 4 threads, 64 MiB, 1024 connections."""
+    return [which("memcached"), "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-t", "4",
+            "-m", "64", "-c", "1024", "-u", "root"]
+
+
+def memaslap_argv(port, seconds, config):
+    """memcaslap: 2 threads, 32 connections, `seconds` s, 10% of the gets verified."""
+    return [which("memcaslap"), "-s", "127.0.0.1:%s" % port, "-T", "2", "-c", "32",
+            "-t", "%ss" % seconds, "-F", str(config), "-v", "0.1"]
+
+
+def nginx_argv(workdir, conf, log):
+    return [which("nginx"), "-p", str(workdir), "-c", str(conf), "-e", str(log)]
+
+
+def wrk_argv(url, seconds, latency=True):
+    """wrk: 2 threads, 16 keep-alive connections, `seconds` s (--latency: percentiles)."""
+    return ([which("wrk"), "-t", "2", "-c", "16", "-d", "%ss" % seconds]
+            + (["--latency"] if latency else []) + [url])
 
 
 # ---- the servers -----------------------------------------------------------------------------
@@ -251,9 +354,7 @@ def redis(requests):
     """redis-server, redis-benchmark: `requests` requests for each of 7 commands, 20 clients,
     random keys out of 100,000, 64-byte values."""
     return Server(
-        argv=[which("redis-server"), "--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}",
-              "--save", "", "--appendonly", "no", "--daemonize", "no",
-              "--logfile", "{dir}/redis.log", "--protected-mode", "no"],
+        argv=redis_server_argv("{port}", "{dir}", "{dir}/redis.log"),
         load=[which("redis-benchmark"), "-h", "127.0.0.1", "-p", "{port}", "-n", str(requests),
               "-r", "100000", "-c", "20", "-d", "64", "-t", "set,get,incr,lpush,rpop,sadd,hset",
               "--csv"],
@@ -277,14 +378,14 @@ def memcached(seconds):
     """memcached with 4 threads, 64 MiB; memcaslap for `seconds` s, 2 threads, 32 connections,
     10% of the gets verified."""
     return Server(
-        argv=[which("memcached"), "-l", "127.0.0.1", "-p", "{port}", "-U", "0", "-t", "4",
-              "-m", "64", "-c", "1024", "-u", "root"],
-        load=[which("memcaslap"), "-s", "127.0.0.1:{port}", "-T", "2", "-c", "32",
-              "-t", "%ds" % seconds, "-F", "{dir}/memaslap.cfg", "-v", "0.1"],
+        argv=memcached_argv("{port}"),
+        load=memaslap_argv("{port}", seconds, "{dir}/memaslap.cfg"),
         parse=parse_memaslap, files={"memaslap.cfg": MEMASLAP_CONFIG.replace("{", "{{")},
         stop_signal=signal.SIGTERM)
 
 
+# nginx with a master and 2 workers, in the foreground, everything under {dir}; a gzip
+# location for tests/test_servers.py. Format with dir= and port=.
 NGINX_CONF = """\
 user root;
 daemon off;
@@ -303,6 +404,7 @@ http {{
     server {{
         listen 127.0.0.1:{port};
         root {dir}/www;
+        location /gz/ {{ gzip on; gzip_types text/plain application/octet-stream; gzip_min_length 1; }}
     }}
 }}
 """
@@ -314,8 +416,7 @@ def nginx(seconds):
     """nginx, a master and 2 workers, serving a 2.3 KiB static page; wrk for `seconds` s,
     2 threads, 16 keep-alive connections. Stopped with SIGQUIT (graceful)."""
     return Server(
-        argv=[which("nginx"), "-p", "{dir}", "-c", "{dir}/nginx.conf", "-e", "{dir}/error.log"],
-        load=[which("wrk"), "-t", "2", "-c", "16", "-d", "%ds" % seconds,
-              "http://127.0.0.1:{port}/index.html"],
+        argv=nginx_argv("{dir}", "{dir}/nginx.conf", "{dir}/error.log"),
+        load=wrk_argv("http://127.0.0.1:{port}/index.html", seconds),
         parse=parse_wrk, files={"nginx.conf": NGINX_CONF, "www/index.html": NGINX_PAGE},
         stop_signal=signal.SIGQUIT)

@@ -30,6 +30,7 @@ class Command:
 class Context:
     programs_dir: str   # <build>/bench/programs
     workdir: str        # scratch directory for generated inputs and outputs
+    build_dir: str = "" # Oscar's build directory (speedtest1 is built under it)
 
 
 @dataclasses.dataclass
@@ -40,11 +41,16 @@ class Workload:
     sizes: dict          # {"smoke": n, "full": n}
     make: object         # (ctx, n) -> Command, or servers.Server for kind "server"
     requires: list = dataclasses.field(default_factory=list)  # [(executable, Debian package)]
+    # (ctx) -> why it cannot run here (a program built outside the project), or None
+    missing: object = None
+    in_default: bool = True  # False: only by name or through a suite (SUITES)
 
 
 def _micro(program, *extra):
+    """bench/programs/<program> N extra...; a size that is a tuple gives several arguments."""
     def make(ctx, n):
-        return Command([os.path.join(ctx.programs_dir, program), str(n)] + [str(e) for e in extra])
+        args = list(n) if isinstance(n, tuple) else [n]
+        return Command([os.path.join(ctx.programs_dir, program)] + [str(a) for a in args + list(extra)])
     return make
 
 
@@ -150,6 +156,36 @@ def _sqlite(ctx, n):
                    stdin=_sql_file(ctx, n))
 
 
+def speedtest1_path(build_dir):
+    """SQLite's own benchmark program: $OSCAR_SPEEDTEST1, else <build>/speedtest1/speedtest1
+    as bench/build_speedtest1.sh builds it (it ships only in Debian's source package)."""
+    return os.environ.get("OSCAR_SPEEDTEST1") or os.path.join(build_dir, "speedtest1", "speedtest1")
+
+
+def _speedtest1_missing(ctx):
+    path = speedtest1_path(ctx.build_dir)
+    if os.access(path, os.X_OK):
+        return None
+    return ("%s is not built (only Debian's source package has it: bench/build_speedtest1.sh "
+            "%s, or rerun with --install)" % (path, os.path.dirname(path)))
+
+
+def _speedtest1_digest(out):
+    """speedtest1 prints a timing after each test: compare the test names only."""
+    return b"\n".join(m.group(1) for m in re.finditer(rb"^ *(\d+ - [^.]*?)\.*\s+[\d.]+s$", out, re.M))
+
+
+def _speedtest1(ctx, size):
+    # --lookaside 0 0: SQLite's own small-object pool off, so its allocations reach malloc;
+    # --memdb: an in-memory database (its pages are malloc'd too), no disk I/O in the figure.
+    return Command([speedtest1_path(ctx.build_dir), "--lookaside", "0", "0", "--memdb",
+                    "--nomemstat", "--size", str(size)], digest=_speedtest1_digest)
+
+
+def _cpython(ctx, n):
+    return _python(ctx, n)
+
+
 def _xz(ctx, kib):
     return Command(["xz", "-T1", "-6", "-c", _xz_input(ctx, kib)])
 
@@ -253,6 +289,17 @@ WORKLOADS = [
              {"smoke": 1, "full": 15}, _micro("stl")),
     Workload("bigobj", "micro", "objects of 64 KiB-4 MiB, every page touched, 8 alive",
              {"smoke": 20, "full": 1000}, _micro("bigobj")),
+    # Issue 17's workloads (--suite protect): each runs >= 0.5 s under glibc at its full size.
+    Workload("churn", "micro", "1 thread replacing objects of 16-512 B in a table of 10000",
+             {"smoke": 20000, "full": 10000000}, _micro("churn"), in_default=False),
+    Workload("cpython", "real", "/usr/bin/python3 object rounds (dicts, lists, str), PYTHONMALLOC=malloc, >= 0.5 s",
+             {"smoke": 1, "full": 50}, _cpython, [("/usr/bin/python3", "python3")], in_default=False),
+    Workload("speedtest1", "real", "SQLite's speedtest1 (--lookaside 0 0 --memdb --size N)",
+             {"smoke": 1, "full": 20}, _speedtest1, missing=_speedtest1_missing, in_default=False),
+    Workload("prodcons2", "micro", "1 producer thread, 1 consumer thread freeing what it allocated",
+             {"smoke": 2000, "full": 3000000}, _micro("prodcons", 1), in_default=False),
+    Workload("scanstress", "micro", "200 MiB live of 32-256 B nodes in a ring, 1.5 M replaced",
+             {"smoke": (8, 20000), "full": (200, 1500000)}, _micro("scanstress"), in_default=False),
     Workload("gcc", "real", "gcc -O2 -c on a generated C file (N functions)",
              {"smoke": 10, "full": 80}, _gcc, [("gcc", "gcc")]),
     Workload("python", "real", "/usr/bin/python3 pure-Python dict/list/str rounds, PYTHONMALLOC=malloc",
@@ -278,6 +325,19 @@ WORKLOADS = [
     Workload("nginx", "server", "nginx (master + 2 workers) under wrk for N s: a 2.3 KiB static page",
              {"smoke": 1, "full": 3}, _server(servers.nginx), [("nginx", "nginx"), ("wrk", "wrk")]),
 ]
+
+
+# Named comparisons (--suite NAME): workloads and allocators run side by side.
+SUITES = {
+    # Issue 17: protect mode against its targets and the reuse-preventing designs. The
+    # issue's timed workloads, then the two servers its targets name (throughput, p99).
+    "protect": {
+        "workloads": ["churn", "cpython", "speedtest1", "prodcons2", "scanstress", "redis",
+                      "nginx"],
+        "allocators": ["glibc", "mimalloc", "jemalloc", "scudo", "scudo-quarantine", "markus",
+                       "oscar-strict", "oscar-fast", "oscar-protect"],
+    },
+}
 
 
 def missing_requirements(workload):
