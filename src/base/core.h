@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/lock.h"
+
 #define OSCAR_PAGE 4096UL
 #define OSCAR_PAGE_SHIFT 12
 #define OSCAR_SMALL_MAX 2048UL
@@ -50,17 +52,9 @@ static inline uintptr_t pages_for(size_t bytes) {
     return (bytes + OSCAR_PAGE - 1) >> OSCAR_PAGE_SHIFT;
 }
 
-/* A tiny test-and-set lock for slow paths only (span pools, chunk lists, thread registry).
- * Never taken on the malloc/free fast path; fork.c takes all of them in a documented order. */
-typedef struct { atomic_flag f; } oscar_lock;
-#define OSCAR_LOCK_INIT { ATOMIC_FLAG_INIT }
-void oscar_lock_acquire(oscar_lock *l);
-static inline void oscar_lock_release(oscar_lock *l) {
-    atomic_flag_clear_explicit(&l->f, memory_order_release);
-}
-
-/* Global initialisation (alloc.c). Idempotent, never allocates. */
-void oscar_init(void);
-extern atomic_int oscar_init_state; /* 0 = not started, 1 = running, 2 = done */
+/* Where the allocator's initialisation stands (modes/alloc.c's oscar_init runs it; base/core.c
+ * holds the word): 0 = not started, 1 = running, 2 = done. Lower layers read it and, before
+ * 2, return "not yet" to their caller instead of initialising. */
+extern atomic_int oscar_init_state;
 
 #endif

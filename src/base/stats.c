@@ -1,6 +1,5 @@
 /* stats: see stats.h. */
 #include "base/stats.h"
-#include "mem/canon.h"
 #include "base/fmt.h"
 #include "base/options.h"
 #include "os/os.h"
@@ -39,11 +38,33 @@ void stats_fold(uint64_t allocs, uint64_t frees, uint64_t small, uint64_t large,
     stats_gauge_add(STAT_LIVE_OBJECTS, STAT_PEAK_LIVE_OBJECTS, (int64_t)(allocs - frees));
 }
 
+static int (*resident_hook)(uint64_t *bytes);
+
+void stats_set_resident_hook(int (*hook)(uint64_t *bytes)) { resident_hook = hook; }
+
+/* The system calls os/ counted, by kind, into their counters. */
+static void stats_sample_syscalls(void) {
+    static const enum stat_id kind_stat[OS_CALL_KINDS] = {
+        [OS_CALL_MMAP] = STAT_SYSCALLS_MMAP,           [OS_CALL_MUNMAP] = STAT_SYSCALLS_MUNMAP,
+        [OS_CALL_MREMAP] = STAT_SYSCALLS_MREMAP,       [OS_CALL_FALLOCATE] = STAT_SYSCALLS_FALLOCATE,
+        [OS_CALL_MADVISE] = STAT_SYSCALLS_MADVISE,     [OS_CALL_OTHER] = STAT_SYSCALLS_OTHER,
+    };
+    uint64_t total = 0;
+    for (int k = 0; k < OS_CALL_KINDS; k++) {
+        uint64_t n = atomic_load_explicit(&os_calls[k], memory_order_relaxed);
+        atomic_store_explicit(&oscar_stats[kind_stat[k]], n, memory_order_relaxed);
+        total += n;
+    }
+    atomic_store_explicit(&oscar_stats[STAT_SYSCALLS_TOTAL], total, memory_order_relaxed);
+}
+
 /* Figures only the kernel knows, read when the statistics are printed. Physical memory
- * is counted once: the canonical heap's resident bytes, not every shadow alias of it. */
+ * is counted once: the canonical heap's resident bytes (through the hook mem/canon.c
+ * registers), not every shadow alias of it. */
 static void stats_sample(void) {
     uint64_t a, b;
-    if (os_file_resident(oscar_canon.fd, &a) == 0)
+    stats_sample_syscalls();
+    if (resident_hook && resident_hook(&a) == 0)
         atomic_store(&oscar_stats[STAT_CANONICAL_RESIDENT_BYTES], a);
     if (os_status_bytes("VmPTE:", &a) == 0)
         atomic_store(&oscar_stats[STAT_PAGE_TABLE_BYTES], a);

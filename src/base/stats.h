@@ -19,10 +19,6 @@ extern _Atomic uint64_t oscar_stats[STAT_COUNT];
 static inline void stats_add(enum stat_id id, int64_t n) {
     atomic_fetch_add_explicit(&oscar_stats[id], (uint64_t)n, memory_order_relaxed);
 }
-static inline void stats_count_syscall(enum stat_id kind) {
-    stats_add(kind, 1);
-    stats_add(STAT_SYSCALLS_TOTAL, 1);
-}
 /* Raise `peak` to at least `value`. */
 void stats_raise_peak(enum stat_id peak, uint64_t value);
 /* Add n to a gauge and keep its peak. */
@@ -30,6 +26,8 @@ void stats_gauge_add(enum stat_id gauge, enum stat_id peak, int64_t n);
 /* Fold one thread's local malloc/free counts into the globals. */
 void stats_fold(uint64_t allocs, uint64_t frees, uint64_t small, uint64_t large,
                 uint64_t reallocs);
+/* The canonical heap's resident bytes (mem/canon.c registers it at init). */
+void stats_set_resident_hook(int (*hook)(uint64_t *bytes));
 /* Print / write the statistics as the settings ask. Called at exit. */
 void stats_emit(void);
 #endif

@@ -2,14 +2,27 @@
  * handled here, as glibc does them; free() preserves errno. */
 #define _GNU_SOURCE
 #include "modes/alloc.h"
+#include "modes/protect.h"
 #include "heap/large.h"
 #include "base/core.h"
 #include "base/stats.h"
+#include "export/fork.h"
 
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Start-up: the allocator is usually initialised already by the first malloc (often inside
+ * ld.so); the fork handlers are registered here, once malloc works, since pthread_atfork
+ * may allocate. Runs before the program's main. */
+__attribute__((constructor)) static void export_start(void) {
+    oscar_init();
+    if (protect_on())
+        protect_fork_init(); /* (protect mode has its own heap and handlers) */
+    else
+        fork_init();
+}
 
 OSCAR_EXPORT void *malloc(size_t size) { return alloc_malloc(size); }
 

@@ -7,10 +7,24 @@
  *   1. thread registry, 2. fallback cache, 3. class pools in class order, 4. empty-span
  *   pool, 5. packed reuse pools in class order, 6. quarantine, 7. kept large pages,
  *   8. the reclaim sweep (reclaim.h).
+ * Then the other threads are parked (scan/world.h) until the parent returns from fork: the
+ * copy is made while they are parked, so nothing they write can land between the copy and
+ * the kernel's copy of the private memory (issue 18, defect 2: a FILE being opened on another
+ * thread reached the child as the stale contents of a freed object). The world lock ranks
+ * after every allocator lock (fork takes them first, so no parked thread holds one). Before
+ * all of them, stdio's list lock (_IO_list_lock, recursive): glibc's fork takes it after the
+ * prepare handlers, and a thread parked while holding it (inside fopen or fclose) would
+ * deadlock the fork; taken first, no parked thread holds it. If the stop fails (a thread
+ * blocks the park signal by a raw system call, 1 s timeout) fork goes on without it, as
+ * before.
+ *
+ * _Fork() and clone() without CLONE_VM make a child with a copy of the private memory too, but
+ * run no atfork handlers: they are wrapped here to run the same three steps.
  * vfork and posix_spawn run no atfork handlers and need none: the child only execs. */
+#define _GNU_SOURCE
 #include "export/fork.h"
 #include "heap/keep.h"
-#include "export/api.h"
+#include "heap/views.h"
 #include "mem/canon.h"
 #include "os/os.h"
 #include "heap/quarantine.h"
@@ -21,23 +35,37 @@
 #include "base/stats.h"
 #include "heap/thread.h"
 
+#include "scan/world.h"
+
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+
+extern void _IO_list_lock(void);
+extern void _IO_list_unlock(void);
 
 static int child_fd = -1;
 static int copy_err;
+static bool world_stopped;
 
 static void prepare(void) {
-    api_fork_prepare(); /* first: its operations in flight may take the locks below */
+    _IO_list_lock();
+    views_fork_prepare(); /* first: its operations in flight may take the locks below */
     thread_lock_registry();
     canon_lock_all();
     quarantine_lock();
     keep_lock();
     reclaim_lock();
+    world_stopped = world_stop() == 0;
     copy_err = canon_copy_for_child(&child_fd);
 }
 
 static void parent(void) {
+    if (world_stopped)
+        world_resume();
+    world_stopped = false;
     if (!copy_err)
         os_close(child_fd);
     child_fd = -1;
@@ -46,7 +74,8 @@ static void parent(void) {
     quarantine_unlock();
     canon_unlock_all();
     thread_unlock_registry();
-    api_fork_parent();
+    views_fork_parent();
+    _IO_list_unlock();
 }
 
 static bool maps_canonical(uint64_t e) {
@@ -76,7 +105,11 @@ static void reguard(uintptr_t p, uintptr_t q) {
     }
 }
 
-static void child(void) {
+/* libc_fork: glibc's fork reset stdio's list lock in the child (_Fork and clone did not). */
+static void child_common(bool libc_fork) {
+    if (world_stopped)
+        world_resume(); /* (the parked threads are not in the child: this frees the lock) */
+    world_stopped = false;
     if (copy_err)
         report_fatal("fork: cannot copy the canonical heap for the child", copy_err);
     uintptr_t end = oscar_region.base + region_used();
@@ -101,7 +134,7 @@ static void child(void) {
         reguard(p, q);
         p = q;
     }
-    api_fork_child(); /* custom-allocator arenas and views (api.h) */
+    views_fork_child(); /* custom-allocator arenas and views (api.h) */
     os_close(oscar_canon.fd);
     oscar_canon.fd = child_fd;
     child_fd = -1;
@@ -113,6 +146,74 @@ static void child(void) {
     quarantine_unlock();
     canon_unlock_all();
     thread_unlock_registry();
+    if (!libc_fork)
+        _IO_list_unlock();
 }
 
-void fork_init(void) { pthread_atfork(prepare, parent, child); }
+static void child(void) { child_common(true); }
+
+void fork_init(void) {
+    world_init();
+    pthread_atfork(prepare, parent, child);
+}
+
+/* libc's _Fork and clone, found once (dlsym may allocate: never before Oscar is ready). */
+static void *libc_fn(_Atomic(void *) *slot, const char *name) {
+    void *f = atomic_load_explicit(slot, memory_order_acquire);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        atomic_store_explicit(slot, f, memory_order_release);
+    }
+    return f;
+}
+
+OSCAR_EXPORT pid_t _Fork(void) {
+    static _Atomic(void *) slot;
+    pid_t (*fn)(void) = (pid_t (*)(void))libc_fn(&slot, "_Fork");
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    prepare();
+    pid_t pid = fn();
+    if (pid == 0)
+        child_common(false);
+    else
+        parent();
+    return pid;
+}
+
+/* clone without CLONE_VM: the child runs fn on a copy of our memory, like a forked child. */
+struct clone_start {
+    int (*fn)(void *);
+    void *arg;
+};
+
+static int clone_child(void *p) {
+    struct clone_start *s = p; /* (in the child's copy of our memory) */
+    child_common(false);
+    return s->fn(s->arg);
+}
+
+OSCAR_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
+    static _Atomic(void *) slot;
+    int (*real)(int (*)(void *), void *, int, void *, ...) =
+        (int (*)(int (*)(void *), void *, int, void *, ...))libc_fn(&slot, "clone");
+    va_list ap;
+    va_start(ap, arg);
+    pid_t *ptid = va_arg(ap, pid_t *);
+    void *tls = va_arg(ap, void *);
+    pid_t *ctid = va_arg(ap, pid_t *);
+    va_end(ap);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (flags & CLONE_VM) /* threads, vfork, posix_spawn: the memory is shared, not copied */
+        return real(fn, stack, flags, arg, ptid, tls, ctid);
+    struct clone_start start = {fn, arg};
+    prepare();
+    int r = real(clone_child, stack, flags, &start, ptid, tls, ctid);
+    parent();
+    return r;
+}

@@ -28,7 +28,7 @@ static struct {
     size_t max_bytes; /* OSCAR_KEEP_FREED_MIB */
     size_t kept;      /* bytes in slots, or being moved into them */
     struct keep_slot slot[KEEP_SLOTS];
-} keep;
+} keep = {.lock = OSCAR_LOCK_INIT(KEEP)};
 
 void keep_init(void) {
     keep.max_bytes = (size_t)options_int(OPT_KEEP_FREED_MIB) << 20;

@@ -1,6 +1,6 @@
 /* object: see object.h. */
 #include "heap/object.h"
-#include "export/api.h"
+#include "heap/views.h"
 #include "mem/canon.h"
 #include "heap/packed.h"
 #include "heap/reclaim.h"
@@ -60,7 +60,7 @@ struct object_info object_describe(uintptr_t addr) {
     }
     case PK_ARENA:
     case PK_VIEW:
-        api_describe(addr, page, e, &o);
+        views_describe(addr, page, e, &o);
         return o;
     case PK_LARGE_TAIL:
         page -= entry_payload(e) << OSCAR_PAGE_SHIFT;
@@ -80,3 +80,5 @@ struct object_info object_describe(uintptr_t addr) {
     }
     return o;
 }
+
+void object_register_hooks(void) { report_set_describe_hook(object_describe); }

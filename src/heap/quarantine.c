@@ -1,5 +1,6 @@
 /* quarantine: see quarantine.h. */
 #include "heap/quarantine.h"
+#include "mem/maplimit.h"
 #include "base/core.h"
 #include "os/os.h"
 #include "heap/small.h"
@@ -7,7 +8,7 @@
 
 #define QUARANTINE_CAPACITY (4UL << 20) /* entries; 32 MiB of address space, touched lazily */
 
-static oscar_lock lock = OSCAR_LOCK_INIT;
+static oscar_lock lock = OSCAR_LOCK_INIT(QUARANTINE);
 static uintptr_t *entries;
 static size_t count;
 static atomic_flag draining = ATOMIC_FLAG_INIT;
@@ -15,7 +16,10 @@ static atomic_flag draining = ATOMIC_FLAG_INIT;
 int quarantine_init(void) {
     int err;
     entries = os_alloc_meta(QUARANTINE_CAPACITY * sizeof(uintptr_t), &err);
-    return entries ? 0 : err;
+    if (!entries)
+        return err;
+    maplimit_set_relief_hook(quarantine_drain);
+    return 0;
 }
 
 bool quarantine_push(uintptr_t page) {

@@ -1,13 +1,13 @@
 /* reclaim: see reclaim.h. */
 #include "heap/reclaim.h"
-#include "export/api.h"
+#include "heap/views.h"
 #include "base/fmt.h"
 #include "os/os.h"
 #include "mem/region.h"
 #include "report/stack.h"
 #include "base/stats.h"
 
-#define CHUNK_PAGES (RECLAIM_CHUNK >> OSCAR_PAGE_SHIFT)
+#define CHUNK_PAGES (REGION_CHUNK >> OSCAR_PAGE_SHIFT)
 /* A sweep every 64 MiB of region handed out (16,384 strict-mode objects), looking at up to
  * 256 chunks: four times the chunks handed out meanwhile, so the cycle over chunks that
  * are still in use keeps up, and at most 131,072 entries read per sweep. */
@@ -27,7 +27,7 @@ enum chunk_state {
 
 static _Atomic uint8_t *state; /* one byte per chunk of the region */
 static size_t chunks;
-static atomic_flag busy = ATOMIC_FLAG_INIT; /* a sweep is running */
+static oscar_lock busy = OSCAR_LOCK_INIT(RECLAIM); /* a sweep or a recycle is running */
 static _Atomic uintptr_t next_sweep;
 /* Only touched by the sweeping thread (under busy): the chunks below frontier that are
  * neither reclaimed nor never used, pending[0, n_pending), visited in passes that compact
@@ -48,7 +48,7 @@ static atomic_bool short_of_addresses;
 static atomic_int warned_recycling, warned_short;
 
 void reclaim_init(void) {
-    chunks = (oscar_region.end - oscar_region.base) / RECLAIM_CHUNK;
+    chunks = (oscar_region.end - oscar_region.base) / REGION_CHUNK;
     int err;
     state = os_alloc_meta(chunks, &err);
     pending = os_alloc_meta(chunks * sizeof *pending, &err);
@@ -56,11 +56,17 @@ void reclaim_init(void) {
         state = NULL;
         return; /* no reclaiming: metadata simply stays */
     }
+    static const struct region_hooks hooks = {
+        .note_bump = reclaim_note_bump,
+        .mark_never = reclaim_mark_never,
+        .recycle = reclaim_recycle,
+    };
+    region_set_hooks(&hooks);
     atomic_store(&next_sweep, oscar_region.base + SWEEP_EVERY);
 }
 
-static size_t chunk_of(uintptr_t a) { return (a - oscar_region.base) / RECLAIM_CHUNK; }
-static uintptr_t chunk_base(size_t i) { return oscar_region.base + i * RECLAIM_CHUNK; }
+static size_t chunk_of(uintptr_t a) { return (a - oscar_region.base) / REGION_CHUNK; }
+static uintptr_t chunk_base(size_t i) { return oscar_region.base + i * REGION_CHUNK; }
 
 static enum chunk_state chunk_state(size_t i) {
     return atomic_load_explicit(&state[i], memory_order_relaxed) & STATE_MASK;
@@ -83,15 +89,15 @@ bool reclaim_is_reclaimed(uintptr_t a) {
 void reclaim_mark_never(uintptr_t lo, uintptr_t hi) {
     if (!state)
         return;
-    for (uintptr_t c = lo; c + RECLAIM_CHUNK <= hi; c += RECLAIM_CHUNK) {
+    for (uintptr_t c = lo; c + REGION_CHUNK <= hi; c += REGION_CHUNK) {
         set_state(chunk_of(c), CHUNK_NEVER);
         atomic_fetch_add(&freed_chunks, 1);
     }
 }
 
 uintptr_t reclaim_next_page(uintptr_t p) {
-    if (state && !(p & (RECLAIM_CHUNK - 1)) && chunk_state(chunk_of(p)) >= CHUNK_RECLAIMED)
-        return p + RECLAIM_CHUNK;
+    if (state && !(p & (REGION_CHUNK - 1)) && chunk_state(chunk_of(p)) >= CHUNK_RECLAIMED)
+        return p + REGION_CHUNK;
     return p + OSCAR_PAGE;
 }
 
@@ -139,7 +145,7 @@ static unsigned meta_ranges(struct iovec *r, size_t i, size_t n) {
     r[m++] = (struct iovec){stack_record(chunk_base(i)), pages * sizeof(struct obj_record)};
     uintptr_t at;
     size_t len;
-    if (api_records_range(chunk_base(i), pages, &at, &len))
+    if (views_records_range(chunk_base(i), pages, &at, &len))
         r[m++] = (struct iovec){(void *)at, len};
     return m;
 }
@@ -150,7 +156,7 @@ static void drop_chunks(const size_t *drop, unsigned n) {
     struct iovec r[4 * DROP_MAX], meta[3];
     unsigned m = 0;
     for (unsigned j = 0; j < n; j++)
-        m = os_ranges_add(r, m, chunk_base(drop[j]), RECLAIM_CHUNK);
+        m = os_ranges_add(r, m, chunk_base(drop[j]), REGION_CHUNK);
     for (unsigned j = 0; j < n; j++) {
         unsigned k = meta_ranges(meta, drop[j], 1);
         for (unsigned q = 0; q < k; q++)
@@ -208,18 +214,15 @@ void reclaim_note_bump(uintptr_t bump) {
         return;
     if (!atomic_compare_exchange_strong(&next_sweep, &mark, bump + SWEEP_EVERY))
         return; /* another thread crossed it */
-    if (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
+    if (!oscar_lock_try(&busy))
         return; /* a sweep is running: the next mark gets the next one */
     sweep(bump);
     reclaim_unlock();
 }
 
-void reclaim_lock(void) {
-    while (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
-        ; /* a sweep or a recycle: both bounded */
-}
+void reclaim_lock(void) { oscar_lock_acquire(&busy); /* a sweep or a recycle: both bounded */ }
 
-void reclaim_unlock(void) { atomic_flag_clear_explicit(&busy, memory_order_release); }
+void reclaim_unlock(void) { oscar_lock_release(&busy); }
 
 static bool recyclable(size_t i) {
     uint8_t s = atomic_load_explicit(&state[i], memory_order_relaxed);
@@ -299,7 +302,7 @@ static bool find_window(size_t need) {
 }
 
 uintptr_t reclaim_recycle(size_t len, size_t align) {
-    if (!state || align > RECLAIM_CHUNK || len > chunks * RECLAIM_CHUNK)
+    if (!state || align > REGION_CHUNK || len > chunks * REGION_CHUNK)
         return 0;
     reclaim_lock();
     uintptr_t a = align_up(window_cur, align);
@@ -307,7 +310,7 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
         if (window_cur < window_end)
             region_abandon(window_cur, window_end); /* never handed out now */
         window_cur = window_end = 0;
-        a = find_window((len + RECLAIM_CHUNK - 1) / RECLAIM_CHUNK) ? window_cur : 0;
+        a = find_window((len + REGION_CHUNK - 1) / REGION_CHUNK) ? window_cur : 0;
     }
     if (a) {
         if (a > window_cur)

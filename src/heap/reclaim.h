@@ -25,7 +25,6 @@
 #define OSCAR_RECLAIM_H
 #include "base/core.h"
 
-#define RECLAIM_CHUNK (2UL << 20)
 
 /* Reserve the per-chunk state (after region_init and stack_init). Off if it cannot. */
 void reclaim_init(void);

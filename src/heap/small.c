@@ -162,6 +162,8 @@ static void *alloc_in(struct thread_cache *tc, unsigned cls, size_t size) {
 }
 
 void *small_alloc_slow(unsigned cls, size_t size) {
+    if (unlikely(atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2))
+        return NULL; /* the process's first allocation: modes/alloc.c initialises, retries */
     struct thread_cache *tc = thread_attach();
     if (tc)
         return alloc_in(tc, cls, size);

@@ -17,7 +17,7 @@ static __thread int attaching __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t exit_key;
 static size_t cache_bytes;
-static oscar_lock registry_lock = OSCAR_LOCK_INIT; /* live list and free list */
+static oscar_lock registry_lock = OSCAR_LOCK_INIT(THREAD_REGISTRY); /* live list and free list */
 static struct thread_cache *live_list, *free_list;
 static _Atomic int live_count; /* caches on live_list (changed under registry_lock) */
 
@@ -25,7 +25,7 @@ bool thread_several_live(void) {
     return atomic_load_explicit(&live_count, memory_order_relaxed) > 1;
 }
 struct thread_cache *thread_fallback;
-static oscar_lock fallback_lock = OSCAR_LOCK_INIT;
+static oscar_lock fallback_lock = OSCAR_LOCK_INIT(FALLBACK_CACHE);
 
 static struct thread_cache *new_cache(void) {
     int err;
@@ -82,11 +82,8 @@ struct thread_cache *thread_attach(void) {
         return tc;
     if (tc->state == TS_DEAD || attaching)
         return NULL;
-    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2) {
-        oscar_init();
-        if (atomic_load(&oscar_init_state) != 2)
-            return NULL;
-    }
+    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
+        return NULL; /* not initialised: modes/alloc.c initialises and asks again */
     attaching = 1;
     oscar_lock_acquire(&registry_lock);
     tc = free_list;

@@ -32,15 +32,19 @@ static struct pool reuse_pools[NUM_CLASSES];
 static int64_t idle_max_pages;
 static _Atomic int64_t idle_pages;
 
-void oscar_lock_acquire(oscar_lock *l) {
-    while (atomic_flag_test_and_set_explicit(&l->f, memory_order_acquire))
-        __builtin_ia32_pause();
-}
+/* For stats: physical memory counted once, not once per shadow alias. */
+static int canon_resident(uint64_t *bytes) { return os_file_resident(oscar_canon.fd, bytes); }
 
 int canon_init(void) {
     int err = os_memfd("oscar-canonical-heap", &oscar_canon.fd);
     if (err)
         return err;
+    stats_set_resident_hook(canon_resident);
+    for (unsigned c = 0; c < NUM_CLASSES; c++) {
+        oscar_lock_init(&class_pools[c].lock, LOCK_CLASS_POOL);
+        oscar_lock_init(&reuse_pools[c].lock, LOCK_REUSE_POOL);
+    }
+    oscar_lock_init(&empty_pool.lock, LOCK_EMPTY_POOL);
     oscar_canon.span_pages = (unsigned)options_int(OPT_RUN_PAGES);
     if (oscar_canon.span_pages > 1 && !(oscar_canon.span_pages & (oscar_canon.span_pages - 1)))
         oscar_canon.span_shift = (unsigned)__builtin_ctz(oscar_canon.span_pages);

@@ -4,8 +4,11 @@
 #include "base/core.h"
 #include "base/options.h"
 #include "os/os.h"
-#include "heap/quarantine.h"
 #include "base/stats.h"
+
+/* Called when the count is below the soft limit again (heap/quarantine.c revokes what it
+ * deferred). Set once at init. */
+static void (*relief_hook)(void);
 
 static long max_map_count = 65530, soft_limit;
 static _Atomic long estimate, next_recount;
@@ -78,9 +81,11 @@ static void recount(void) {
         }
     }
     atomic_flag_clear(&recounting);
-    if (!atomic_load(&degraded))
-        quarantine_drain();
+    if (!atomic_load(&degraded) && relief_hook)
+        relief_hook();
 }
+
+void maplimit_set_relief_hook(void (*hook)(void)) { relief_hook = hook; }
 
 void maplimit_add(long delta) {
     if (!delta)

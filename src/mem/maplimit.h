@@ -12,6 +12,8 @@
 #include <stdbool.h>
 
 void maplimit_init(void);
+/* The heap's "below the limit again" action (heap/quarantine.c registers it at init). */
+void maplimit_set_relief_hook(void (*hook)(void));
 /* Our mappings changed by delta (estimate). */
 void maplimit_add(long delta);
 /* True when a revocation that adds `delta` mappings should be deferred. */

@@ -10,6 +10,9 @@
 /* What a page looks like to the kernel. */
 enum page_view { VIEW_NONE, VIEW_SHARED, VIEW_ANON, VIEW_OTHER };
 
+/* How PK_ARENA / PK_VIEW pages look (heap/views.c registers it at init). */
+void mapview_set_arena_hook(enum page_view (*hook)(uintptr_t page, uint64_t e, uint64_t *canon));
+
 /* Change in the number of mappings if pages [first, last] become `to` (for VIEW_SHARED:
  * canonical pages canon, canon + 1, ... in order). Call before changing the entries. */
 long mapview_delta(uintptr_t first, uintptr_t last, enum page_view to, uint64_t canon);

@@ -2,7 +2,12 @@
 #include "mem/region.h"
 #include "base/options.h"
 #include "os/os.h"
-#include "heap/reclaim.h"
+
+/* The reclaim sweep's calls (heap/reclaim.c registers them at init, before the first
+ * region_take). */
+static struct region_hooks hooks;
+
+void region_set_hooks(const struct region_hooks *h) { hooks = *h; }
 
 struct region oscar_region;
 
@@ -35,12 +40,13 @@ uintptr_t region_take(size_t len, size_t align) {
     for (;;) {
         uintptr_t start = align_up(cur, align < OSCAR_PAGE ? OSCAR_PAGE : align);
         if (start + len < start || start + len > oscar_region.end)
-            return reclaim_recycle(len, align); /* used up: old addresses, or 0 */
+            return hooks.recycle ? hooks.recycle(len, align) : 0; /* used up: old addresses, or 0 */
         if (atomic_compare_exchange_weak_explicit(&oscar_region.bump, &cur, start + len,
                                                   memory_order_relaxed, memory_order_relaxed)) {
             if (start > cur)
                 region_abandon(cur, start); /* the alignment gap */
-            reclaim_note_bump(start + len);
+            if (hooks.note_bump)
+                hooks.note_bump(start + len);
             return start;
         }
     }
@@ -52,13 +58,14 @@ static void abandon_pages(uintptr_t lo, uintptr_t hi) {
 }
 
 void region_abandon(uintptr_t lo, uintptr_t hi) {
-    uintptr_t a = align_up(lo, RECLAIM_CHUNK), b = hi & ~(RECLAIM_CHUNK - 1);
+    uintptr_t a = align_up(lo, REGION_CHUNK), b = hi & ~(REGION_CHUNK - 1);
     if (a >= b) {
         abandon_pages(lo, hi); /* less than two chunks: no whole one inside */
         return;
     }
     abandon_pages(lo, a);
-    reclaim_mark_never(a, b);
+    if (hooks.mark_never)
+        hooks.mark_never(a, b);
     abandon_pages(b, hi);
 }
 

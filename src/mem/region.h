@@ -94,4 +94,18 @@ uintptr_t region_take(size_t len, size_t align);
 void region_abandon(uintptr_t lo, uintptr_t hi);
 /* Bytes of the region handed out so far. */
 uintptr_t region_used(void);
+/* The region is handed back in chunks of this size: the reclaim sweep (heap/reclaim.c) gives
+ * a chunk's entries, records and page table back once every object in it is dead. */
+#define REGION_CHUNK (2UL << 20)
+
+/* What the heap's reclaim sweep (heap/reclaim.c) does with the addresses handed out: hears of
+ * each bump, marks ranges that never held an object, and hands out old addresses again once
+ * the region is used up (0: none). Registered at init, before the first region_take. */
+struct region_hooks {
+    void (*note_bump)(uintptr_t bump);
+    void (*mark_never)(uintptr_t lo, uintptr_t hi);
+    uintptr_t (*recycle)(size_t len, size_t align);
+};
+void region_set_hooks(const struct region_hooks *h);
+
 #endif

@@ -1,9 +1,9 @@
 /* alloc: initialisation and the dispatch between small and large objects. */
 #define _GNU_SOURCE
 #include "modes/alloc.h"
+#include "modes/protect.h"
 #include "mem/canon.h"
 #include "report/fault.h"
-#include "export/fork.h"
 #include "heap/keep.h"
 #include "heap/large.h"
 #include "mem/maplimit.h"
@@ -13,6 +13,7 @@
 #include "heap/packed.h"
 #include "heap/quarantine.h"
 #include "heap/reclaim.h"
+#include "heap/views.h"
 #include "mem/region.h"
 #include "report/report.h"
 #include "base/size_class.h"
@@ -26,8 +27,7 @@
 
 extern char **environ;
 
-atomic_int oscar_init_state;
-static oscar_lock init_lock = OSCAR_LOCK_INIT;
+static oscar_lock init_lock = OSCAR_LOCK_INIT(INIT);
 
 /* Runs on the first allocation of the process (often inside ld.so or libc start-up), so it
  * uses only system calls: nothing here may call malloc. */
@@ -41,6 +41,11 @@ void oscar_init(void) {
     }
     atomic_store(&oscar_init_state, 1);
     options_init(environ);
+    if (protect_select()) { /* OSCAR_MODE=protect: its own heap, none of the structures below */
+        atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
+        oscar_lock_release(&init_lock);
+        return;
+    }
     if (!options_int(OPT_GUARDS))
         os_guards_disable();
     packed_mode = options_int(OPT_MODE) == 1;
@@ -48,6 +53,8 @@ void oscar_init(void) {
     if ((err = region_init()) != 0)
         report_fatal("cannot reserve address space for shadow pages (try a smaller "
                      "OSCAR_VA_GIB)", err);
+    object_register_hooks(); /* (reports name objects from here on) */
+    views_register_hooks();
     reclaim_init(); /* (before the first region_take: alignment gaps are marked in it) */
     packed_init();
     if ((err = canon_init()) != 0)
@@ -65,16 +72,15 @@ void oscar_init(void) {
         fault_init_stats_signal((int)options_int(OPT_STATS_SIGNAL));
     atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
     oscar_lock_release(&init_lock);
-    /* pthread_atfork may allocate: only now that malloc works. */
-    fork_init();
 }
-
-__attribute__((constructor)) static void oscar_constructor(void) { oscar_init(); }
 
 __attribute__((destructor)) static void oscar_destructor(void) {
     if (atomic_load(&oscar_init_state) != 2)
         return;
-    thread_fold_all_stats();
+    if (protect_on())
+        protect_fold_stats();
+    else
+        thread_fold_all_stats();
     stats_emit();
 }
 
@@ -115,24 +121,51 @@ static size_t live_size(uint64_t e) {
     }
 }
 
-static void *malloc_unnoted(size_t size) {
+/* The heap's slow paths return NULL until the allocator is initialised (the process's
+ * first allocation, often inside ld.so): then initialise, and the caller tries once more.
+ * False when there is nothing new to try. */
+static bool initialised_now(void) {
+    if (likely(atomic_load_explicit(&oscar_init_state, memory_order_acquire) == 2))
+        return false;
+    oscar_init();
+    return atomic_load(&oscar_init_state) == 2;
+}
+
+static void *malloc_once(size_t size) {
     if (likely(size <= OSCAR_SMALL_MAX))
         return small_alloc(size_class_of(size), size);
     return large_alloc(size, OSCAR_PAGE);
 }
 
-void *alloc_malloc(size_t size) { return noted(malloc_unnoted(size), size); }
+static void *malloc_unnoted(size_t size) {
+    void *p = malloc_once(size);
+    if (unlikely(!p) && initialised_now())
+        p = malloc_once(size);
+    return p;
+}
+
+void *alloc_malloc(size_t size) {
+    if (protect_on())
+        return protect_malloc(size);
+    return noted(malloc_unnoted(size), size);
+}
 
 void *alloc_calloc(size_t size) {
-    if (size > OSCAR_SMALL_MAX)
-        return noted(large_alloc_zeroed(size), size);
+    if (protect_on())
+        return protect_calloc(size);
+    if (size > OSCAR_SMALL_MAX) {
+        void *p = large_alloc_zeroed(size);
+        if (unlikely(!p) && initialised_now())
+            p = large_alloc_zeroed(size);
+        return noted(p, size);
+    }
     void *p = alloc_malloc(size); /* (small slots are reused: zero them) */
     if (p)
         memset(p, 0, size);
     return p;
 }
 
-static void *aligned_unnoted(size_t size, size_t align) {
+static void *aligned_once(size_t size, size_t align) {
     if (align <= OSCAR_MIN_ALIGN)
         return malloc_unnoted(size);
     if (size <= OSCAR_SMALL_MAX) {
@@ -146,7 +179,12 @@ static void *aligned_unnoted(size_t size, size_t align) {
 }
 
 void *alloc_aligned(size_t size, size_t align) {
-    return noted(aligned_unnoted(size, align), size);
+    if (protect_on())
+        return protect_aligned(size, align);
+    void *p = aligned_once(size, align);
+    if (unlikely(!p) && initialised_now())
+        p = aligned_once(size, align);
+    return noted(p, size);
 }
 
 static void count_free(void) {
@@ -174,6 +212,10 @@ static uint64_t live_entry_or_report(uintptr_t a, enum report_caller who) {
 }
 
 void alloc_free(void *p, enum report_caller who) {
+    if (protect_on()) {
+        protect_free(p, who);
+        return;
+    }
     if (!p)
         return;
     uintptr_t a = (uintptr_t)p;
@@ -211,6 +253,8 @@ static bool fits_in_place(size_t size, unsigned cls) {
 #define MOVE_THRESHOLD (256UL << 10) /* grow large objects by moving pages from here on */
 
 void *alloc_realloc(void *p, size_t size) {
+    if (protect_on())
+        return protect_realloc(p, size);
     if (!p)
         return alloc_malloc(size);
     uintptr_t a = (uintptr_t)p;
@@ -276,6 +320,8 @@ void *alloc_realloc(void *p, size_t size) {
 }
 
 size_t alloc_usable_size(void *p) {
+    if (protect_on())
+        return protect_usable_size(p);
     if (!p)
         return 0;
     return usable_of(live_entry_or_report((uintptr_t)p, CALL_USABLE_SIZE));

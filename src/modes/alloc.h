@@ -5,6 +5,10 @@
 #include "report/report.h"
 #include <stddef.h>
 
+/* The allocator's initialisation: idempotent, never allocates; the first allocation of the
+ * process (or export/'s constructor, or the API) runs it. */
+void oscar_init(void);
+
 void *alloc_malloc(size_t size);                  /* NULL + ENOMEM on failure */
 void *alloc_calloc(size_t size);                  /* zeroed */
 void *alloc_aligned(size_t size, size_t align);   /* align: a power of two */

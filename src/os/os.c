@@ -2,7 +2,6 @@
  * where the kernel call itself is not. */
 #define _GNU_SOURCE
 #include "os/os.h"
-#include "base/stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +13,8 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+_Atomic uint64_t os_calls[OS_CALL_KINDS];
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -39,7 +40,7 @@ static inline int err_of(long r) { return (r < 0 && r > -4096) ? (int)-r : 0; }
 
 static void *mmap_raw(void *addr, size_t len, int prot, int flags, int fd, uint64_t off,
                       int *err) {
-    stats_count_syscall(STAT_SYSCALLS_MMAP);
+    os_count(OS_CALL_MMAP);
     long r = sys6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
     *err = err_of(r);
     return *err ? NULL : (void *)r;
@@ -69,7 +70,7 @@ int os_map_shadow(void *addr, size_t len, int fd, uint64_t off, int want_populat
     if (populate) {
         /* MAP_POPULATE on a shared mapping maps pages read-only, and the first write then
          * takes a fault each; MADV_POPULATE_WRITE maps them writable in one call. */
-        stats_count_syscall(STAT_SYSCALLS_OTHER);
+        os_count(OS_CALL_OTHER);
         long r = sys6(SYS_madvise, (long)addr, (long)len, MADV_POPULATE_WRITE, 0, 0, 0);
         if (err_of(r) == EINVAL)
             atomic_store(&populate_write_works, 0);
@@ -88,7 +89,7 @@ int os_revoke(void *addr, size_t len) {
 #define PIDFD_SELF_THREAD (-10000) /* include/uapi/linux/pidfd.h, Linux 6.13+ */
 
 static int madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
-    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    os_count(OS_CALL_MADVISE);
     size_t total = 0;
     for (unsigned i = 0; i < n; i++)
         total += ranges[i].iov_len;
@@ -125,7 +126,7 @@ int os_guard_ranges(const struct iovec *ranges, unsigned n) {
 }
 
 int os_guard(void *addr, size_t len) {
-    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    os_count(OS_CALL_MADVISE);
     int err;
     do
         err = err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_GUARD_INSTALL, 0, 0, 0));
@@ -136,7 +137,7 @@ int os_guard(void *addr, size_t len) {
 }
 
 int os_drop(void *addr, size_t len) {
-    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    os_count(OS_CALL_MADVISE);
     return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_DONTNEED, 0, 0, 0));
 }
 
@@ -158,24 +159,24 @@ int os_map_private(void *addr, size_t len, bool populate) {
 }
 
 int os_advise_huge(void *addr, size_t len) {
-    stats_count_syscall(STAT_SYSCALLS_MADVISE);
+    os_count(OS_CALL_MADVISE);
     return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_HUGEPAGE, 0, 0, 0));
 }
 
 int os_move_pages(void *from, void *to, size_t len) {
-    stats_count_syscall(STAT_SYSCALLS_MREMAP);
+    os_count(OS_CALL_MREMAP);
     long r = sys6(SYS_mremap, (long)from, (long)len, (long)len,
                   MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (long)to, 0);
     return err_of(r);
 }
 
 int os_unmap(void *addr, size_t len) {
-    stats_count_syscall(STAT_SYSCALLS_MUNMAP);
+    os_count(OS_CALL_MUNMAP);
     return err_of(sys6(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0));
 }
 
 int os_memfd(const char *name, int *fd) {
-    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    os_count(OS_CALL_OTHER);
     long r = sys6(SYS_memfd_create, (long)name, MFD_CLOEXEC, 0, 0, 0, 0);
     if (err_of(r))
         return err_of(r);
@@ -184,12 +185,12 @@ int os_memfd(const char *name, int *fd) {
 }
 
 int os_ftruncate(int fd, uint64_t len) {
-    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    os_count(OS_CALL_OTHER);
     return err_of(sys6(SYS_ftruncate, fd, (long)len, 0, 0, 0, 0));
 }
 
 int os_punch_hole(int fd, uint64_t off, uint64_t len) {
-    stats_count_syscall(STAT_SYSCALLS_FALLOCATE);
+    os_count(OS_CALL_FALLOCATE);
     return err_of(sys6(SYS_fallocate, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                        (long)off, (long)len, 0, 0));
 }
@@ -197,13 +198,13 @@ int os_punch_hole(int fd, uint64_t off, uint64_t len) {
 int os_copy_file(int src, int dst, uint64_t len) {
     uint64_t pos = 0;
     while (pos < len) {
-        stats_count_syscall(STAT_SYSCALLS_OTHER);
+        os_count(OS_CALL_OTHER);
         long data = sys6(SYS_lseek, src, (long)pos, SEEK_DATA, 0, 0, 0);
         if (data == -ENXIO)
             return 0; /* only holes remain */
         if (err_of(data))
             return err_of(data);
-        stats_count_syscall(STAT_SYSCALLS_OTHER);
+        os_count(OS_CALL_OTHER);
         long hole = sys6(SYS_lseek, src, data, SEEK_HOLE, 0, 0, 0);
         if (err_of(hole))
             return err_of(hole);
@@ -212,7 +213,7 @@ int os_copy_file(int src, int dst, uint64_t len) {
         loff_t in = data, out = data;
         long left = hole - data;
         while (left > 0) {
-            stats_count_syscall(STAT_SYSCALLS_OTHER);
+            os_count(OS_CALL_OTHER);
             long n = sys6(SYS_copy_file_range, src, (long)&in, dst, (long)&out, left, 0);
             if (n == -EINTR)
                 continue;
@@ -228,7 +229,7 @@ int os_copy_file(int src, int dst, uint64_t len) {
 }
 
 int os_close(int fd) {
-    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    os_count(OS_CALL_OTHER);
     return err_of(sys6(SYS_close, fd, 0, 0, 0, 0, 0));
 }
 
@@ -263,7 +264,7 @@ int os_open_append(const char *path, int *fd) {
 }
 
 static int open_read(const char *path, int *fd) {
-    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    os_count(OS_CALL_OTHER);
     long r = sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
     if (err_of(r))
         return err_of(r);
@@ -278,7 +279,7 @@ int os_count_lines(const char *path, long *lines) {
     char buf[4096];
     long count = 0;
     for (;;) {
-        stats_count_syscall(STAT_SYSCALLS_OTHER);
+        os_count(OS_CALL_OTHER);
         long n = sys6(SYS_read, fd, (long)buf, sizeof buf, 0, 0, 0);
         if (n == -EINTR)
             continue;
@@ -299,7 +300,7 @@ int os_read_long(const char *path, long *value) {
     if (err)
         return err;
     char buf[64];
-    stats_count_syscall(STAT_SYSCALLS_OTHER);
+    os_count(OS_CALL_OTHER);
     long n = sys6(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0, 0);
     os_close(fd);
     if (n <= 0)
@@ -384,3 +385,65 @@ int os_file_resident(int fd, uint64_t *bytes) {
 
 long os_gettid(void) { return sys6(SYS_gettid, 0, 0, 0, 0, 0, 0); }
 int os_getpid(void) { return (int)sys6(SYS_getpid, 0, 0, 0, 0, 0, 0); }
+
+/* ---- Threads, signals and /proc (scan/world.c, scan/roots.c, export/export_signal.c).
+ * Signal-safe: the park handler and the fault handler call some of these. */
+
+long os_open_dir(const char *path) {
+    long r = sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
+    return r;
+}
+
+long os_open_read(const char *path) {
+    return sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+}
+
+long os_read(int fd, void *buf, size_t len) {
+    long r;
+    do
+        r = sys6(SYS_read, fd, (long)buf, (long)len, 0, 0, 0);
+    while (r == -EINTR);
+    return r;
+}
+
+long os_getdents(int fd, void *buf, size_t len) {
+    return sys6(SYS_getdents64, fd, (long)buf, (long)len, 0, 0, 0);
+}
+
+long os_lseek_start(int fd) { return sys6(SYS_lseek, fd, 0, SEEK_SET, 0, 0, 0); }
+
+int os_tgkill(int pid, long tid, int sig) {
+    return err_of(sys6(SYS_tgkill, pid, tid, sig, 0, 0, 0));
+}
+
+int os_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns) {
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+    /* Not FUTEX_PRIVATE_FLAG: correct either way, and a forked child's copy is its own. */
+    return err_of(sys6(SYS_futex, (long)word, 128 /* FUTEX_WAIT_PRIVATE */, expected,
+                       timeout_ns ? (long)&ts : 0, 0, 0));
+}
+
+void os_futex_wake(_Atomic uint32_t *word, int n) {
+    sys6(SYS_futex, (long)word, 129 /* FUTEX_WAKE_PRIVATE */, n, 0, 0, 0);
+}
+
+uint64_t os_monotonic_ns(void) {
+    struct timespec ts;
+    sys6(SYS_clock_gettime, 1 /* CLOCK_MONOTONIC */, (long)&ts, 0, 0, 0, 0);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void os_yield(void) { sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0); }
+
+int os_sigaltstack_get(stack_t *ss) {
+    return err_of(sys6(SYS_sigaltstack, 0, (long)ss, 0, 0, 0, 0));
+}
+
+/* The kernel's sigset is 64 bits (NSIG/8 bytes), not glibc's 1024-bit sigset_t. */
+int os_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    return err_of(sys6(SYS_rt_sigprocmask, how, (long)set, (long)old, 8, 0, 0));
+}
+
+int os_mincore(void *addr, size_t len, unsigned char *vec) {
+    return err_of(sys6(SYS_mincore, (long)addr, (long)len, (long)vec, 0, 0, 0));
+}

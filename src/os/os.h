@@ -1,15 +1,27 @@
 /* os: the only module that issues system calls. Every function returns 0 or an errno value
  * (or a value plus an error out-parameter); callers decide what an error means. Each call is
- * counted in stats by kind. */
+ * counted by kind in os_calls (base/stats.c reports them). */
 #ifndef OSCAR_OS_H
 #define OSCAR_OS_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "base/core.h"
+#include <stdatomic.h>
+
+#define OS_PAGE 4096UL
+
+/* System calls made, by kind: this layer counts them, base/stats.c reports them. Relaxed
+ * atomics: only counted on slow paths. */
+enum os_call_kind { OS_CALL_MMAP, OS_CALL_MUNMAP, OS_CALL_MREMAP, OS_CALL_FALLOCATE,
+                    OS_CALL_MADVISE, OS_CALL_OTHER, OS_CALL_KINDS };
+extern _Atomic uint64_t os_calls[OS_CALL_KINDS];
+static inline void os_count(enum os_call_kind kind) {
+    atomic_fetch_add_explicit(&os_calls[kind], 1, memory_order_relaxed);
+}
 
 /* Kernel-placed PROT_NONE, MAP_NORESERVE reservation (the shadow region). */
 void *os_reserve(size_t len, int *err);
@@ -43,7 +55,7 @@ static inline unsigned os_ranges_add(struct iovec *ranges, unsigned n, uintptr_t
     return n + 1;
 }
 static inline unsigned os_ranges_add_page(struct iovec *ranges, unsigned n, uintptr_t page) {
-    return os_ranges_add(ranges, n, page, OSCAR_PAGE);
+    return os_ranges_add(ranges, n, page, OS_PAGE);
 }
 /* False once the kernel refused a guard, or when OSCAR_GUARDS=0 turned them off. */
 bool os_guards_usable(void);
@@ -92,4 +104,21 @@ int os_status_bytes(const char *field, uint64_t *bytes);
 int os_file_resident(int fd, uint64_t *bytes);
 long os_gettid(void);
 int os_getpid(void);
+/* Threads, signals and /proc (scan/, export/export_signal.c); signal-safe, no counting
+ * (rare calls, not the heap's). Those returning long give a count/descriptor or -errno. */
+long os_open_dir(const char *path);
+long os_open_read(const char *path);
+long os_read(int fd, void *buf, size_t len);   /* retried on EINTR */
+long os_getdents(int fd, void *buf, size_t len); /* getdents64 */
+long os_lseek_start(int fd);
+int os_tgkill(int pid, long tid, int sig);
+/* Wait while *word == expected, at most timeout_ns (0: forever): 0, ETIMEDOUT, EAGAIN, EINTR. */
+int os_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+void os_futex_wake(_Atomic uint32_t *word, int n);
+uint64_t os_monotonic_ns(void);
+void os_yield(void);
+int os_sigaltstack_get(stack_t *ss);
+/* rt_sigprocmask as is: no signal removed from set (the caller does that). */
+int os_sigprocmask(int how, const sigset_t *set, sigset_t *old);
+int os_mincore(void *addr, size_t len, unsigned char *vec);
 #endif

@@ -5,14 +5,32 @@
  * get the default action, exactly as without Oscar.
  *
  * The program may install its own SIGSEGV/SIGBUS handler at any time (a JIT, a GC, a test
- * harness recovering with siglongjmp). We interpose sigaction() and signal() for those two
- * signals: the program's handler is recorded as "the handler after us" and ours stays
+ * harness recovering with siglongjmp), by any of libc's calls (sigaction, signal, bsd_signal,
+ * sysv_signal, sigset, sigignore: export/export_signal.c routes them all here for these two
+ * signals): the program's handler is recorded as "the handler after us" and ours stays
  * first, so use-after-free faults are still reported and everything else reaches the
- * program as before. For every other signal both calls go straight to libc. */
+ * program as before.
+ *
+ * Order of the handler's work:
+ *   1. the recover hook (scan/roots.c's guarded reads): a fault while Oscar itself reads a
+ *      root jumps back to the reader, nothing else happens;
+ *   2. a fault in the shadow region: the report. The report needs a few KiB of stack; a
+ *      program's alternate signal stack may be as small as 4 KiB, most of it taken by the
+ *      kernel's signal frame, so on a nearly full alternate stack the report runs on a stack of
+ *      Oscar's own (per thread, mapped on first need);
+ *   3. anything else goes to the program's handler, or gets the default action. A SIGSEGV or
+ *      SIGBUS sent by a process or raised (raise, kill, tgkill: si_code <= 0) does not happen
+ *      again when we return, so with the default action it is sent again, to kill as it
+ *      would have without us; ignored, it stays ignored.
+ *
+ * Locks: the "signal-handlers" lock (base/lock.h) guards program[] against concurrent
+ * sigaction calls; the handler itself takes no lock. */
 #define _GNU_SOURCE
 #include "report/fault.h"
 #include "base/core.h"
+#include "base/fmt.h"
 #include "mem/region.h"
+#include "os/os.h"
 #include "report/report.h"
 #include "base/stats.h"
 
@@ -24,10 +42,13 @@
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 static struct sigaction program[2]; /* what the program believes is installed */
-static oscar_lock program_lock = OSCAR_LOCK_INIT;
+static oscar_lock program_lock = OSCAR_LOCK_INIT(SIGNAL_HANDLERS);
 static atomic_int installed;
+static void (*recover_hook)(void);
 
 static int slot_of(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
+
+void fault_set_recover_hook(void (*hook)(void)) { recover_hook = hook; }
 
 static void set_default(int sig) {
     struct sigaction dfl;
@@ -36,40 +57,116 @@ static void set_default(int sig) {
     __sigaction(sig, &dfl, NULL);
 }
 
+void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc) {
+    /* Run it with the mask it asked for, as the kernel would have. */
+    sigset_t old, mask = act->sa_mask;
+    if (!(act->sa_flags & SA_NODEFER))
+        sigaddset(&mask, sig);
+    os_sigprocmask(SIG_BLOCK, &mask, &old);
+    if (act->sa_flags & SA_SIGINFO)
+        act->sa_sigaction(sig, si, uc);
+    else
+        act->sa_handler(sig);
+    os_sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 static void forward(int sig, siginfo_t *si, void *uc) {
     struct sigaction *prog = &program[slot_of(sig)];
     struct sigaction act = *prog;
     bool custom = (act.sa_flags & SA_SIGINFO) ? act.sa_sigaction != NULL
                                              : act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
+    bool sent = si->si_code <= 0; /* by kill, tgkill, raise, sigqueue: not a fault */
     if (!custom) {
+        if (sent && !(act.sa_flags & SA_SIGINFO) && act.sa_handler == SIG_IGN)
+            return; /* ignored, as the kernel would have */
         /* Default action (an ignored fault is fatal too): let it happen again without us. */
         set_default(sig);
+        if (sent)
+            os_tgkill(os_getpid(), os_gettid(), sig); /* (SA_NODEFER: delivered at once) */
         return;
     }
     if (act.sa_flags & SA_RESETHAND) {
         memset(prog, 0, sizeof *prog);
         prog->sa_handler = SIG_DFL;
     }
-    /* Run it with the mask it asked for, as the kernel would have. */
-    sigset_t old, mask = act.sa_mask;
-    if (!(act.sa_flags & SA_NODEFER))
-        sigaddset(&mask, sig);
-    pthread_sigmask(SIG_BLOCK, &mask, &old);
-    if (act.sa_flags & SA_SIGINFO)
-        act.sa_sigaction(sig, si, uc);
-    else
-        act.sa_handler(sig);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    fault_call_handler(&act, sig, si, uc);
 }
 
+/* ---- Oscar's own stack for the report (defect: 4 KiB alternate stacks) */
+
+#define OWN_STACK_BYTES (256UL << 10)
+#define ALTSTACK_ROOM (32UL << 10) /* less left than this on the alternate stack: switch */
+
+static __thread uintptr_t own_stack_top __attribute__((tls_model("initial-exec")));
+
+/* fault_on_stack(arg, fn, top): calls fn(arg) with the stack pointer at top (16-aligned),
+ * then comes back to the caller's stack. */
+void fault_on_stack(void *arg, void (*fn)(void *), uintptr_t top) OSCAR_HIDDEN;
+__asm__(".text\n"
+        ".globl fault_on_stack\n"
+        ".hidden fault_on_stack\n"
+        ".type fault_on_stack, @function\n"
+        "fault_on_stack:\n"
+        "    push %rbp\n"
+        "    mov %rsp, %rbp\n"
+        "    mov %rdx, %rsp\n"
+        "    call *%rsi\n"
+        "    mov %rbp, %rsp\n"
+        "    pop %rbp\n"
+        "    ret\n"
+        ".size fault_on_stack, .-fault_on_stack\n");
+
+struct fault_job {
+    uintptr_t addr, pc, fp, sp;
+    bool write, reported;
+};
+
+static void run_report(void *arg) {
+    struct fault_job *j = arg;
+    j->reported = report_fault(j->addr, j->write, j->pc, j->fp, j->sp);
+}
+
+/* Is this handler running on an alternate signal stack with little room left? */
+static bool altstack_nearly_full(void) {
+    stack_t ss;
+    if (os_sigaltstack_get(&ss) != 0 || !(ss.ss_flags & SS_ONSTACK))
+        return false;
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    return sp < (uintptr_t)ss.ss_sp + ALTSTACK_ROOM;
+}
+
+__attribute__((noinline)) static bool report_on_good_stack(struct fault_job *j) {
+    if (altstack_nearly_full()) {
+        if (!own_stack_top) {
+            int err;
+            char *s = os_alloc_meta(OWN_STACK_BYTES, &err);
+            if (s)
+                own_stack_top = (uintptr_t)s + OWN_STACK_BYTES;
+        }
+        if (own_stack_top) {
+            fault_on_stack(j, run_report, own_stack_top & ~(uintptr_t)15);
+            return j->reported;
+        }
+    }
+    run_report(j);
+    return j->reported;
+}
+
+/* Kept small: on a 4 KiB alternate stack the kernel's frame leaves under 1 KiB for it. */
 static void on_fault(int sig, siginfo_t *si, void *ucv) {
+    if (recover_hook)
+        recover_hook(); /* (jumps back to a guarded read in progress; else returns) */
     uintptr_t addr = (uintptr_t)si->si_addr;
     if (region_contains(addr) && si->si_code > 0) {
         ucontext_t *uc = ucv;
-        bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-        if (report_fault(addr, write, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
-                         (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
-                         (uintptr_t)uc->uc_mcontext.gregs[REG_RSP])) {
+        struct fault_job j = {
+            .addr = addr,
+            .write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0,
+            .pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
+            .fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
+            .sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+        };
+        if (report_on_good_stack(&j)) {
             set_default(sig);
             return;
         }
@@ -88,6 +185,21 @@ void fault_init(void) {
     atomic_store(&installed, 1);
 }
 
+int fault_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    int i = slot_of(sig);
+    if (i < 0 || !atomic_load(&installed))
+        return 0;
+    oscar_lock_acquire(&program_lock);
+    if (old)
+        *old = program[i];
+    if (act)
+        program[i] = *act;
+    oscar_lock_release(&program_lock);
+    return 1;
+}
+
+/* ---- OSCAR_STATS_SIGNAL */
+
 static void on_stats_signal(int sig) {
     (void)sig;
     int saved = errno;
@@ -95,41 +207,38 @@ static void on_stats_signal(int sig) {
     errno = saved;
 }
 
+/* Why sig cannot be the statistics signal, or NULL. A fault signal's handler returns to the
+ * faulting instruction, which faults again: the statistics forever. */
+static const char *stats_signal_refused(int sig) {
+    switch (sig) {
+    case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE: case SIGTRAP: case SIGSYS:
+        return "a fault signal: after its handler the faulting instruction runs again";
+    case SIGKILL: case SIGSTOP:
+        return "cannot be caught";
+    case SIGPWR:
+        return "oscar's own signal for stopping threads";
+    default:
+        return sig >= 32 && sig <= 33 ? "reserved by glibc for threads" : NULL;
+    }
+}
+
 void fault_init_stats_signal(int sig) {
+    const char *why = stats_signal_refused(sig);
+    if (why) {
+        char buf[256];
+        struct fmt f = FMT_INIT(buf);
+        fmt_str(&f, "oscar: warning: OSCAR_STATS_SIGNAL=");
+        fmt_i64(&f, sig);
+        fmt_str(&f, " is invalid (");
+        fmt_str(&f, why);
+        fmt_str(&f, "); using default 0\n");
+        fmt_flush(&f, 2);
+        return;
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stats_signal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     __sigaction(sig, &sa, NULL);
-}
-
-OSCAR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-    int i = slot_of(sig);
-    if (i < 0 || !atomic_load(&installed))
-        return __sigaction(sig, act, old);
-    oscar_lock_acquire(&program_lock);
-    if (old)
-        *old = program[i];
-    if (act)
-        program[i] = *act;
-    oscar_lock_release(&program_lock);
-    return 0;
-}
-
-/* glibc's signal(): BSD semantics (handler stays, system calls restart). */
-OSCAR_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
-    struct sigaction act, old;
-    if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
-        errno = EINVAL;
-        return SIG_ERR;
-    }
-    memset(&act, 0, sizeof act);
-    act.sa_handler = handler;
-    sigemptyset(&act.sa_mask);
-    sigaddset(&act.sa_mask, sig);
-    act.sa_flags = SA_RESTART;
-    if (sigaction(sig, &act, &old) < 0)
-        return SIG_ERR;
-    return old.sa_handler;
 }

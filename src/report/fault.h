@@ -1,7 +1,18 @@
 #ifndef OSCAR_FAULT_H
 #define OSCAR_FAULT_H
+#include <signal.h>
 /* Install the SIGSEGV/SIGBUS handler that reports use-after-free (see fault.c). */
 void fault_init(void);
-/* OSCAR_STATS_SIGNAL: emit the statistics whenever sig arrives. */
+/* OSCAR_STATS_SIGNAL: emit the statistics whenever sig arrives. Fault signals (and those
+ * that cannot be caught, or are Oscar's or glibc's own) are refused with one warning line. */
 void fault_init_stats_signal(int sig);
+/* The program's sigaction for SIGSEGV/SIGBUS (export/export_signal.c): records it as the
+ * handler after ours. 1 when sig is one of those (and the handler is installed), else 0:
+ * the caller then goes to libc. */
+int fault_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Runs a program's handler from inside ours, with the mask it asked for. */
+void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc);
+/* Called first thing on every SIGSEGV/SIGBUS (scan/roots.c's guarded reads): it may jump out
+ * of the handler (siglongjmp); when it returns, the fault is handled as usual. */
+void fault_set_recover_hook(void (*hook)(void));
 #endif

@@ -1,6 +1,5 @@
 /* report: see report.h. */
 #include "report/report.h"
-#include "export/api.h"
 #include "base/fmt.h"
 #include "base/options.h"
 #include "os/os.h"
@@ -8,6 +7,18 @@
 #include "report/symbolize.h"
 
 #include <stdlib.h>
+
+static struct object_info (*describe_hook)(uintptr_t addr);
+static uintptr_t (*view_origin_hook)(uintptr_t addr);
+
+void report_set_describe_hook(struct object_info (*describe)(uintptr_t)) { describe_hook = describe; }
+void report_set_view_origin_hook(uintptr_t (*origin)(uintptr_t)) { view_origin_hook = origin; }
+
+struct object_info report_describe(uintptr_t addr) {
+    if (describe_hook)
+        return describe_hook(addr);
+    return (struct object_info){.state = OBJ_NOT_OURS, .start = addr};
+}
 
 /* Where reports go: stderr, or OSCAR_REPORT_FILE (so a server that closed stderr still
  * leaves evidence). */
@@ -182,7 +193,7 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
 }
 
 bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
-    struct object_info o = object_describe(addr);
+    struct object_info o = report_describe(addr);
     if (o.state != OBJ_FREED && o.state != OBJ_NEVER && o.state != OBJ_POISON &&
         o.state != OBJ_RECLAIMED)
         return false;
@@ -196,7 +207,7 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_VIEW) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region is a custom-allocator view of ");
-        fmt_hex(&f, api_view_origin_of(o.start));
+        fmt_hex(&f, view_origin_hook ? view_origin_hook(o.start) : 0);
         fmt_str(&f, " (oscar_view_create); it was revoked (oscar_view_revoke)\n");
     } else if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_ARENA) {
         describe_location(&f, addr, &o);
@@ -239,7 +250,7 @@ void report_api_error(const char *fn, uintptr_t addr, const char *code, const ch
     fmt_str(&f, why);
     fmt_char(&f, '\n');
     print_current(&f, fd, "called");
-    struct object_info o = object_describe(addr);
+    struct object_info o = report_describe(addr);
     enum page_kind k = entry_kind(o.entry);
     if ((o.state == OBJ_LIVE || o.state == OBJ_FREED) && (k == PK_ARENA || k == PK_VIEW)) {
         describe_location(&f, addr, &o);

@@ -4,7 +4,27 @@
  * free() and inside the SIGSEGV handler. */
 #ifndef OSCAR_REPORT_H
 #define OSCAR_REPORT_H
-#include "heap/object.h"
+#include "mem/region.h"
+
+/* What a report knows of the object an address belongs to (heap/object.c finds it). */
+enum object_state {
+    OBJ_NOT_OURS,      /* outside the shadow region */
+    OBJ_NEVER,         /* in the region, but no object was ever handed out there */
+    OBJ_LIVE,
+    OBJ_FREED,         /* revoked */
+    OBJ_QUARANTINED,   /* freed, shadow not yet revoked */
+    OBJ_POISON,        /* the poison window: a pointer read from a freed packed object */
+    OBJ_RECLAIMED,     /* freed long ago: its chunk's records are reclaimed (reclaim.h),
+                        * so its start, size and stacks are unknown */
+};
+
+struct object_info {
+    enum object_state state;
+    bool large;
+    uintptr_t start; /* the object's address as handed out */
+    size_t size;     /* requested size */
+    uint64_t entry;  /* the page entry of the object's first page */
+};
 
 enum report_caller { CALL_FREE, CALL_REALLOC, CALL_USABLE_SIZE };
 
@@ -15,6 +35,15 @@ __attribute__((noreturn)) void report_bad_pointer(uintptr_t addr, struct object_
 /* A fault in the shadow region (from the SIGSEGV handler). Prints; the caller then lets
  * the fault kill the program. Returns false if the fault is not one of ours. */
 bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp);
+/* Which object an address belongs to, and the origin of a custom-allocator view: the heap
+ * layer knows, and registers them at init (heap/object.c, heap/views.c). Before that, every
+ * address is OBJ_NOT_OURS. */
+void report_set_describe_hook(struct object_info (*describe)(uintptr_t addr));
+void report_set_view_origin_hook(uintptr_t (*view_origin)(uintptr_t addr));
+struct object_info report_describe(uintptr_t addr);
+/* A misuse of the custom-allocator API (heap/views.c): one line, the caller's stack and the
+ * object's history. */
+void report_api_error(const char *fn, uintptr_t addr, const char *code, const char *why);
 /* Oscar itself cannot go on (e.g. no address space at start). Prints and aborts. */
 __attribute__((noreturn)) void report_fatal(const char *what, int err);
 #endif

@@ -33,4 +33,8 @@ const struct world_thread *world_thread_at(size_t i);
 void world_resume(void);
 int world_park_signal(void);          /* the signal number used to park */
 void world_unblockable(sigset_t *set); /* removes the park signal from a mask the program sets */
+/* The program's sigaction for the park signal (export/export_signal.c): recorded, ours stays
+ * installed; a park signal that is not a request of ours goes on to it. 1, or 0 before
+ * world_init (then the caller goes to libc). */
+int world_program_sigaction(const struct sigaction *act, struct sigaction *old);
 #endif
