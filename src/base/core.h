@@ -1,33 +1,76 @@
-/* Oscar: shared definitions for every module of the runtime.
+/* Oscar: the definitions every layer of the runtime shares, and the glossary.
  *
- * Glossary
- *   canonical page  A 4 KiB page of the memfd-backed canonical heap. It holds the bytes of
- *                   small objects of one size class (slots) and is never handed to the user.
- *   shadow page     A virtual page, mapped (MAP_SHARED) onto one canonical page, through which
- *                   the user reaches exactly one object. free() revokes it (a guard marker,
- *                   or PROT_NONE), so any dangling pointer into it faults. Shadow addresses
- *                   come from a bump pointer and are never reused (until the region is
- *                   used up: then those of long-dead chunks are, reclaim.h).
- *   span            RUN_PAGES consecutive canonical pages given to one size class.
- *   run             The shadow pages created by one mmap: consecutive canonical pages of a
- *                   span at consecutive shadow addresses, so the kernel keeps them as ONE
- *                   mapping (VMA). A run holds one object per canonical page.
- *   K               Objects per shadow page: 1 (classic Oscar), or a whole canonical page
- *                   for packed spans near the kernel's mapping limit (packed.h).
- *   guard marker    MADV_GUARD_INSTALL (Linux 6.15+ for shared mappings): the page faults on
- *                   every access but stays inside its run's kernel mapping, so revoking
- *                   never splits a mapping. Without it, revocation maps PROT_NONE over the
- *                   page, which costs a mapping per isolated freed object.
- *   large object    More than SMALL_MAX bytes: private anonymous pages of its own, taken from
- *                   the same never-reused address region, revoked on free.
- *   quarantine      Freed objects whose shadow we could not revoke (kernel mapping limit): the
- *                   slot is never reused until the shadow is revoked.
- *   page entry      8 bytes per shadow page in a flat table indexed by page number: what the
- *                   page holds. All metadata is out of band: nothing next to user data is
- *                   trusted.
+ * Glossary (tests/test_glossary.py checks that every term is used in src/ and that every
+ * struct and enum declared in a header of src/ is listed here, under Types)
+ *
+ * Terms
+ *   canonical page    A 4 KiB page of the memfd-backed canonical heap (strict and fast modes).
+ *                     It holds the bytes of small objects of one size class (slots) and is
+ *                     never handed to the user.
+ *   shadow page       A virtual page, mapped (MAP_SHARED) onto one canonical page, through
+ *                     which the user reaches exactly one object (K = 1). free() revokes it, so
+ *                     any dangling pointer into it faults. Shadow addresses come from a bump
+ *                     pointer over the region and are never reused until the region is used
+ *                     up (then those of reclaimed region chunks are: heap/reclaim.h).
+ *   region            The one PROT_NONE reservation shadow pages and large objects are carved
+ *                     from (mem/region.h); a page entry per page.
+ *   region chunk      REGION_CHUNK (2 MiB) of the region: the unit the reclaim sweep gives
+ *                     back once every object in it is dead.
+ *   page entry        8 bytes per region page in a flat table indexed by page number: its
+ *                     page kind and what it holds. All metadata is out of band: nothing
+ *                     next to user data is trusted.
+ *   page kind         What a region page is (enum page_kind, mem/region.h).
+ *   span              RUN_PAGES consecutive canonical pages given to one size class.
+ *   run               The shadow pages one mmap creates: consecutive canonical pages of a span
+ *                     at consecutive shadow addresses, one kernel mapping (VMA).
+ *   K                 Objects per shadow page: 1 in strict mode; in fast mode the slots of a
+ *                     whole canonical page share one shadow (packed, heap/packed.h), or
+ *                     groups of OSCAR_OBJECTS_PER_PAGE.
+ *   guard marker      MADV_GUARD_INSTALL (Linux 6.15+): the page faults on every access but
+ *                     stays inside its run's kernel mapping, so revoking never splits one.
+ *   revoke            Make a freed object's pages fault for good: a guard marker, or PROT_NONE.
+ *   deferred revocation  Strict mode near the kernel's mapping limit: a freed object whose
+ *                     revocation would split a mapping waits (heap/deferred.h); its slot is
+ *                     not reused meanwhile.
+ *   retire queue      Fast mode: a thread's pages whose objects are all freed, revoked in a
+ *                     batch when it fills.
+ *   poison window     Fast mode: a never-mapped range; a freed packed object is filled with
+ *                     pointers into it, so a pointer read back from it faults.
+ *   large object      More than SMALL_MAX bytes: private anonymous pages of its own in the
+ *                     region (strict and fast modes).
+ *   slab              256 KiB of private pages a thread maps at once and carves large objects
+ *                     of up to 64 KiB from (heap/large.c).
+ *   keep              Pages of freed large objects moved (mremap) to the next large objects'
+ *                     new addresses instead of being zeroed again (heap/keep.h).
+ *   arena, view       The custom-allocator API (include/oscar.h, heap/views.h).
+ *   thread cache      Per-thread state of strict and fast modes (heap/thread.h): ready
+ *                     shadows per class, the retire queue, counters. Initial-exec TLS.
+ *   protect heap      Protect mode's own allocator (heap/protect_heap.h): plain private
+ *                     memory in pages of one size class, per-slot states out of band.
+ *   quarantine        Protect mode: freed objects (zeroed) that are not reused until a mark
+ *                     proves that no pointer reaches them.
+ *   mark              Protect mode: a conservative scan of the roots and the live heap that
+ *                     finds which quarantined objects something still points to (scan/mark.h).
+ *   root              Memory the mark scans besides the heap: stacks, registers, globals,
+ *                     TLS, the program's own mappings (scan/roots.h).
+ *   world stop        Parking every other thread at a safe point with its registers saved
+ *                     (scan/world.h): the mark and fork use it.
+ *   hook              A function pointer a lower layer calls and a higher layer registers at
+ *                     init, so that no include points up (src/README.md).
+ *   lock rank         Every lock's place in the one order locks are taken in (base/lock.h).
+ *
+ * Types (where declared)
+ *   oscar_api_v1 (base/api_abi.h), fmt (base/fmt.h), lock_rank (base/lock.h),
+ *   option_id (base/options.h), stat_id (base/stats.h), os_call_kind (os/os.h),
+ *   region, region_hooks, page_kind (mem/region.h), span, span_state, canon (mem/canon.h),
+ *   page_view (mem/mapview.h), object_info, object_state, report_caller (report/report.h),
+ *   obj_record (report/stack.h), thread_cache, thread_state, class_cache, retire_queue
+ *   (heap/thread.h), keep_claim (heap/keep.h), ph_heap, ph_page, ph_meta, ph_kind, ph_slot,
+ *   ph_own, ph_caller (heap/protect_heap.h), world_thread (scan/world.h), root_kind,
+ *   root_range (scan/roots.h), maps_line (scan/maps.h).
  */
-#ifndef OSCAR_INTERNAL_H
-#define OSCAR_INTERNAL_H
+#ifndef OSCAR_CORE_H
+#define OSCAR_CORE_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

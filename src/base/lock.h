@@ -23,7 +23,7 @@
     X(CLASS_POOL, "class-pool", "spans with free slots, one lock per size class (mem/canon.c)") \
     X(EMPTY_POOL, "empty-pool", "spans with no live slot (mem/canon.c)")                       \
     X(REUSE_POOL, "reuse-pool", "packed spans to reuse, one per size class (mem/canon.c)")      \
-    X(QUARANTINE, "quarantine", "shadows whose revocation waits for mappings (heap/quarantine.c)") \
+    X(DEFERRED, "deferred", "shadows whose revocation waits for mappings (heap/deferred.c)") \
     X(KEEP, "keep", "pages of freed large objects kept for reuse (heap/keep.c)")                \
     X(RECLAIM, "reclaim", "the reclaim sweep, a try-lock (heap/reclaim.c)")                    \
     X(PROTECT, "protect", "protect mode's shared page and quarantine lists (heap/protect_*)")  \

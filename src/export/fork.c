@@ -5,7 +5,7 @@
  *
  * Lock order (prepare takes them top to bottom, parent and child release bottom to top):
  *   1. thread registry, 2. fallback cache, 3. class pools in class order, 4. empty-span
- *   pool, 5. packed reuse pools in class order, 6. quarantine, 7. kept large pages,
+ *   pool, 5. packed reuse pools in class order, 6. deferred revocations, 7. kept large pages,
  *   8. the reclaim sweep (reclaim.h).
  * Then the other threads are parked (scan/world.h) until the parent returns from fork: the
  * copy is made while they are parked, so nothing they write can land between the copy and
@@ -27,7 +27,7 @@
 #include "heap/views.h"
 #include "mem/canon.h"
 #include "os/os.h"
-#include "heap/quarantine.h"
+#include "heap/deferred.h"
 #include "heap/reclaim.h"
 #include "mem/region.h"
 #include "report/report.h"
@@ -36,6 +36,8 @@
 #include "heap/thread.h"
 
 #include "scan/world.h"
+#include "base/fmt.h"
+#include <stdlib.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -55,10 +57,12 @@ static void prepare(void) {
     views_fork_prepare(); /* first: its operations in flight may take the locks below */
     thread_lock_registry();
     canon_lock_all();
-    quarantine_lock();
+    deferred_lock();
     keep_lock();
     reclaim_lock();
-    world_stopped = world_stop() == 0;
+    int wr = world_stop();
+    world_stopped = wr == 0;
+    if (getenv("WDEBUG")) { char b[64]; struct fmt f = FMT_INIT(b); fmt_str(&f, "stop "); fmt_i64(&f, wr); fmt_str(&f, " n="); fmt_u64(&f, world_count()); fmt_str(&f, "\n"); fmt_flush(&f, 2); }
     copy_err = canon_copy_for_child(&child_fd);
 }
 
@@ -71,7 +75,7 @@ static void parent(void) {
     child_fd = -1;
     reclaim_unlock();
     keep_unlock();
-    quarantine_unlock();
+    deferred_unlock();
     canon_unlock_all();
     thread_unlock_registry();
     views_fork_parent();
@@ -80,7 +84,7 @@ static void parent(void) {
 
 static bool maps_canonical(uint64_t e) {
     enum page_kind k = entry_kind(e);
-    return k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED || k == PK_PACKED ||
+    return k == PK_READY || k == PK_SMALL || k == PK_DEFERRED || k == PK_PACKED ||
            k == PK_SMALL_GUARDED || k == PK_PACKED_GUARDED;
 }
 
@@ -143,7 +147,7 @@ static void child_common(bool libc_fork) {
     thread_after_fork_child();
     keep_after_fork_child();
     reclaim_unlock();
-    quarantine_unlock();
+    deferred_unlock();
     canon_unlock_all();
     thread_unlock_registry();
     if (!libc_fork)

@@ -47,12 +47,12 @@ size_t large_growth_len(size_t size, size_t cap) {
 #define HUGE_MIN (2UL << 20)
 #define POPULATE_MAX (64UL << 10)
 
-/* Objects of up to CARVE_MAX bytes of pages are carved one after the other from a chunk of
- * CARVE_CHUNK bytes of private pages that the thread maps (and, after its first, prefaults)
+/* Objects of up to CARVE_MAX bytes of pages are carved one after the other from a slab of
+ * CARVE_SLAB bytes of private pages that the thread maps (and, after its first, prefaults)
  * in one call, instead of one mmap and a fault per page each. Needs guard markers: they
- * revoke one object inside the chunk's mapping without splitting it. */
+ * revoke one object inside the slab's mapping without splitting it. */
 #define CARVE_MAX (64UL << 10)
-#define CARVE_CHUNK (256UL << 10)
+#define CARVE_SLAB (256UL << 10)
 
 static void retire_dead_stretch(uintptr_t a, size_t len);
 
@@ -71,10 +71,10 @@ static bool map_fresh(uintptr_t a, size_t len, bool populate) {
     return true;
 }
 
-/* A new chunk for tc. The rest of the old one (never handed out) is guarded, its
+/* A new slab for tc. The rest of the old one (never handed out) is guarded, its
  * prefaulted memory goes back and a stray access faults; it is marked as a dead large
  * object of size 0 (no object has that size: object.c describes it as never allocated), so
- * that the chunk can become PROT_NONE with its dead neighbours (retire_dead_stretch) and
+ * that the slab can become PROT_NONE with its dead neighbours (retire_dead_stretch) and
  * does not stay a mapping of its own. */
 static bool carve_refill(struct thread_cache *tc) {
     uintptr_t rest = tc->carve_next;
@@ -87,22 +87,22 @@ static bool carve_refill(struct thread_cache *tc) {
         retire_dead_stretch(rest, rest_len);
     }
     tc->carve_next = tc->carve_end = 0;
-    uintptr_t a = region_take(CARVE_CHUNK, OSCAR_PAGE);
+    uintptr_t a = region_take(CARVE_SLAB, OSCAR_PAGE);
     if (!a)
         return false;
-    /* A thread's first chunk faults in as used: a thread with one large object does not pay
-     * for the whole chunk. */
-    if (!map_fresh(a, CARVE_CHUNK, tc->carve_chunks > 0))
+    /* A thread's first slab faults in as used: a thread with one large object does not pay
+     * for the whole slab. */
+    if (!map_fresh(a, CARVE_SLAB, tc->carve_slabs > 0))
         return false; /* (the addresses stay unused: never handed out twice) */
-    tc->carve_chunks++;
+    tc->carve_slabs++;
     tc->carve_next = a;
-    tc->carve_end = a + CARVE_CHUNK;
+    tc->carve_end = a + CARVE_SLAB;
     return true;
 }
 
-bool large_extend_in_chunk(uintptr_t a, size_t cap, size_t len) {
+bool large_extend_in_slab(uintptr_t a, size_t cap, size_t len) {
     struct thread_cache *tc = oscar_tc;
-    if (tc->state != TS_LIVE || a + cap != tc->carve_next || a < tc->carve_end - CARVE_CHUNK ||
+    if (tc->state != TS_LIVE || a + cap != tc->carve_next || a < tc->carve_end - CARVE_SLAB ||
         len > CARVE_MAX || len > tc->carve_end - a)
         return false;
     for (size_t i = cap >> OSCAR_PAGE_SHIFT; i < len >> OSCAR_PAGE_SHIFT; i++)
@@ -112,7 +112,7 @@ bool large_extend_in_chunk(uintptr_t a, size_t cap, size_t len) {
     return true;
 }
 
-/* len bytes of mapped pages from the calling thread's chunk, or 0 (then: one mmap). */
+/* len bytes of mapped pages from the calling thread's slab, or 0 (then: one mmap). */
 static uintptr_t carve(size_t len) {
     struct thread_cache *tc = thread_live_cache();
     if (!tc)
@@ -250,7 +250,7 @@ static void revoke_freed(uintptr_t a, size_t len, long delta) {
     stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
 }
 
-/* A freed object with a mapping of its own (carved ones share their chunk's): its pages go
+/* A freed object with a mapping of its own (carved ones share their slab's): its pages go
  * to the keep for the next large objects, then its addresses are revoked. It is marked
  * PK_LARGE_FREED, not guarded, while they move: another thread's free must not take it
  * into a PROT_NONE dead stretch (retire_dead_stretch) before they have. */
@@ -334,7 +334,7 @@ void large_revoke_now(uintptr_t a, uint64_t e) {
 
 void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size) {
     size_t old_len = large_capacity(a, e), new_len = large_growth_len(new_size, old_len);
-    /* (A carved object is copied: cheaper than moving it out of its chunk's mapping.) */
+    /* (A carved object is copied: cheaper than moving it out of its slab's mapping.) */
     if (new_size > LARGE_MAX || new_len <= old_len || old_len <= CARVE_MAX)
         return NULL;
     uintptr_t b = region_take(new_len, OSCAR_PAGE);

@@ -1,8 +1,8 @@
 /* large: objects of more than SMALL_MAX bytes get private anonymous pages of their own at
  * never-reused addresses in the shadow region (no aliasing needed: nothing else lives on
  * their pages). free revokes them, which also returns their memory. With guard markers,
- * those of a few pages are carved one after another from a per-thread chunk mapped in one
- * call (a guard revokes one without splitting the chunk's mapping). */
+ * those of a few pages are carved one after another from a per-thread slab mapped in one
+ * call (a guard revokes one without splitting the slab's mapping). */
 #ifndef OSCAR_LARGE_H
 #define OSCAR_LARGE_H
 #include "base/core.h"
@@ -26,9 +26,9 @@ bool large_free(uintptr_t a, uint64_t e);
 void large_batch_revoked(uintptr_t a, size_t len);
 void large_revoke_now(uintptr_t a, uint64_t e);
 /* The live large object at a (cap bytes of pages) is the last one carved from the calling
- * thread's chunk and the chunk has room: its pages now run to len bytes (its head entry
+ * thread's slab and the slab has room: its pages now run to len bytes (its head entry
  * is the caller's to update). False if not. */
-bool large_extend_in_chunk(uintptr_t a, size_t cap, size_t len);
+bool large_extend_in_slab(uintptr_t a, size_t cap, size_t len);
 /* Grow a live large object by moving its pages (no copy). NULL if not possible. */
 void *large_grow_by_moving(uintptr_t a, uint64_t e, size_t new_size);
 /* Pages of a large object of this size. */

@@ -28,7 +28,7 @@ struct object_info object_describe(uintptr_t addr) {
     case PK_SMALL:
     case PK_SMALL_FREED:
     case PK_SMALL_GUARDED:
-    case PK_QUARANTINED: {
+    case PK_DEFERRED: {
         unsigned size = class_size[entry_class(e)];
         uintptr_t start = page + (uintptr_t)entry_slot(e) * size;
         if (addr < start || addr >= start + size)
@@ -37,7 +37,7 @@ struct object_info object_describe(uintptr_t addr) {
         o.size = entry_small_size(e);
         o.entry = e;
         o.state = entry_kind(e) == PK_SMALL         ? OBJ_LIVE
-                  : entry_kind(e) == PK_QUARANTINED ? OBJ_QUARANTINED
+                  : entry_kind(e) == PK_DEFERRED ? OBJ_DEFERRED
                                                     : OBJ_FREED;
         return o;
     }

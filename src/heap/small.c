@@ -4,7 +4,7 @@
 #include "mem/maplimit.h"
 #include "os/os.h"
 #include "heap/packed.h"
-#include "heap/quarantine.h"
+#include "heap/deferred.h"
 #include "heap/reclaim.h"
 #include "base/stats.h"
 
@@ -161,7 +161,7 @@ static void *alloc_in(struct thread_cache *tc, unsigned cls, size_t size) {
     return (void *)a;
 }
 
-void *small_alloc_slow(unsigned cls, size_t size) {
+void *small_alloc_from_span(unsigned cls, size_t size) {
     if (unlikely(atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2))
         return NULL; /* the process's first allocation: modes/alloc.c initialises, retries */
     struct thread_cache *tc = thread_attach();
@@ -173,9 +173,9 @@ void *small_alloc_slow(unsigned cls, size_t size) {
     return p;
 }
 
-static void quarantine_object(uintptr_t page) {
-    if (!quarantine_push(page))
-        return; /* list full: the object simply stays quarantined */
+static void defer_revocation(uintptr_t page) {
+    if (!deferred_push(page))
+        return; /* list full: the shadow simply stays mapped, the slot unused */
 }
 
 /* The page next to p in the same kernel mapping (a run of consecutive canonical pages of
@@ -188,7 +188,7 @@ static int guarded_neighbour(uintptr_t p, uint64_t canon, long step, bool packed
     enum page_kind k = entry_kind(f);
     enum page_kind guarded = packed ? PK_PACKED_GUARDED : PK_SMALL_GUARDED;
     bool shared = packed ? k == PK_PACKED || k == PK_PACKED_GUARDED
-                         : k == PK_READY || k == PK_SMALL || k == PK_QUARANTINED ||
+                         : k == PK_READY || k == PK_SMALL || k == PK_DEFERRED ||
                                k == PK_PACKED || k == PK_SMALL_GUARDED;
     if (!shared || entry_canon(f) != canon + (uint64_t)step)
         return -1;
@@ -252,19 +252,19 @@ bool small_free(uintptr_t a, uint64_t e) {
     }
     long delta = shadow_revoke_delta(page, page);
     if (maplimit_defer(delta)) {
-        if (!atomic_compare_exchange_strong(ep, &e, entry_with_kind(e, PK_QUARANTINED)))
+        if (!atomic_compare_exchange_strong(ep, &e, entry_with_kind(e, PK_DEFERRED)))
             return false;
-        quarantine_object(page);
+        defer_revocation(page);
         return true;
     }
     if (!atomic_compare_exchange_strong(ep, &e, entry_with_kind(e, PK_SMALL_FREED)))
         return false;
     int err = os_revoke((void *)page, OSCAR_PAGE);
     if (err) {
-        /* Cannot split the mapping: keep the object quarantined (never reused). */
+        /* Cannot split the mapping: defer the revocation (the slot is never reused meanwhile). */
         maplimit_on_enomem();
-        region_store(page, entry_with_kind(e, PK_QUARANTINED));
-        quarantine_object(page);
+        region_store(page, entry_with_kind(e, PK_DEFERRED));
+        defer_revocation(page);
         return true;
     }
     maplimit_add(delta);
@@ -273,9 +273,9 @@ bool small_free(uintptr_t a, uint64_t e) {
     return true;
 }
 
-bool small_revoke_quarantined(uintptr_t page) {
+bool small_revoke_deferred(uintptr_t page) {
     uint64_t e = region_load(page);
-    if (entry_kind(e) != PK_QUARANTINED)
+    if (entry_kind(e) != PK_DEFERRED)
         return true; /* not ours any more (cannot happen; drop it) */
     long delta = shadow_revoke_delta(page, page);
     if (maplimit_defer(delta))

@@ -8,7 +8,7 @@
 #include "mem/region.h"
 #include "heap/thread.h"
 
-void *small_alloc_slow(unsigned cls, size_t size);
+void *small_alloc_from_span(unsigned cls, size_t size);
 
 /* Fast path: pop a ready shadow from this thread's cache. No lock, no syscall. */
 static inline void *small_alloc(unsigned cls, size_t size) {
@@ -24,7 +24,7 @@ static inline void *small_alloc(unsigned cls, size_t size) {
         tc->n_small++;
         return (void *)a;
     }
-    return small_alloc_slow(cls, size);
+    return small_alloc_from_span(cls, size);
 }
 
 /* Free the live small object at a (entry e, already checked to be its exact start).
@@ -37,5 +37,5 @@ bool small_free(uintptr_t a, uint64_t e);
  * same moment may both miss it: the run then stays, guarded and harmless.) */
 void shadow_retire_run_if_dead(uintptr_t page, uint64_t canon, bool packed);
 /* Revoke a quarantined shadow if the mapping budget allows; true when done. */
-bool small_revoke_quarantined(uintptr_t page);
+bool small_revoke_deferred(uintptr_t page);
 #endif

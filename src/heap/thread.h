@@ -50,9 +50,9 @@ struct thread_cache {
     struct retire_queue retire;
     int state;
     uintptr_t slice_cur, slice_end; /* this thread's never-reused shadow addresses */
-    /* Large objects of a few pages are carved from this mapped chunk (large.c). */
+    /* Large objects of a few pages are carved from this mapped slab (large.c). */
     uintptr_t carve_next, carve_end;
-    uint32_t carve_chunks;
+    uint32_t carve_slabs;
     /* Local counters, folded into stats in batches. */
     uint64_t n_alloc, n_free, n_small, n_large, n_realloc;
     int64_t live_bytes; /* requested bytes allocated minus freed since the last fold */

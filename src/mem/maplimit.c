@@ -6,7 +6,7 @@
 #include "os/os.h"
 #include "base/stats.h"
 
-/* Called when the count is below the soft limit again (heap/quarantine.c revokes what it
+/* Called when the count is below the soft limit again (heap/deferred.c revokes what it
  * deferred). Set once at init. */
 static void (*relief_hook)(void);
 
@@ -51,7 +51,7 @@ static void warn_once(long count) {
     fmt_str(&f, ", ");
     fmt_i64(&f, count);
     fmt_str(&f, " mappings in use): small objects now share shadow pages and freed ones are "
-                "quarantined, never reused; a use after free is caught once its page is "
+                "kept unrevoked, never reused; a use after free is caught once its page is "
                 "empty; raise the limit with: sysctl -w vm.max_map_count=");
     fmt_i64(&f, max_map_count * 4);
     fmt_char(&f, '\n');

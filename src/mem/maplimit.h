@@ -4,15 +4,15 @@
  * start plus the change each of our own mmaps makes (mapview.h), recounted now and then
  * of neighbouring pages). When the estimate reaches the soft limit (max_map_count minus
  * OSCAR_MAP_RESERVE) we recount for real; if the process is really that close, Oscar
- * degrades: a free whose revocation would split a mapping quarantines the object instead
+ * degrades: a free whose revocation would split a mapping defers the revocation instead
  * (its slot is never reused while its shadow stays mapped), and says so once on stderr.
- * Below the soft limit again (with hysteresis), it revokes the quarantine. */
+ * Below the soft limit again (with hysteresis), it revokes the deferred shadows. */
 #ifndef OSCAR_MAPLIMIT_H
 #define OSCAR_MAPLIMIT_H
 #include <stdbool.h>
 
 void maplimit_init(void);
-/* The heap's "below the limit again" action (heap/quarantine.c registers it at init). */
+/* The heap's "below the limit again" action (heap/deferred.c registers it at init). */
 void maplimit_set_relief_hook(void (*hook)(void));
 /* Our mappings changed by delta (estimate). */
 void maplimit_add(long delta);

@@ -23,7 +23,7 @@ static enum page_view page_view(uintptr_t page, uint64_t *canon) {
         return VIEW_NONE;
     case PK_READY:
     case PK_SMALL:
-    case PK_QUARANTINED:
+    case PK_DEFERRED:
     case PK_PACKED:
     case PK_SMALL_GUARDED:
     case PK_PACKED_GUARDED:

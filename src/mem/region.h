@@ -18,7 +18,7 @@ enum page_kind {
     PK_LARGE = 4,        /* first page of a live large object; payload = requested size */
     PK_LARGE_FREED = 5,  /* first page of a freed large object (PROT_NONE) */
     PK_LARGE_TAIL = 6,   /* later page of a large object; payload = distance to first page */
-    PK_QUARANTINED = 7,  /* small object freed but its shadow still mapped (mapping limit) */
+    PK_DEFERRED = 7,  /* small object freed but its shadow still mapped (mapping limit) */
     PK_PACKED = 8,       /* shadow of a whole canonical page, one object per slot (packed.h) */
     PK_PACKED_FREED = 9, /* packed shadow revoked: every object on it was freed */
     PK_SMALL_GUARDED = 10, /* small object freed; its shadow page carries a guard marker

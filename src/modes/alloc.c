@@ -11,7 +11,7 @@
 #include "base/options.h"
 #include "os/os.h"
 #include "heap/packed.h"
-#include "heap/quarantine.h"
+#include "heap/deferred.h"
 #include "heap/reclaim.h"
 #include "heap/views.h"
 #include "mem/region.h"
@@ -59,8 +59,8 @@ void oscar_init(void) {
     packed_init();
     if ((err = canon_init()) != 0)
         report_fatal("cannot create the canonical heap (memfd)", err);
-    if ((err = quarantine_init()) != 0)
-        report_fatal("cannot reserve the quarantine list", err);
+    if ((err = deferred_init()) != 0)
+        report_fatal("cannot reserve the list of deferred revocations", err);
     if ((err = thread_init()) != 0)
         report_fatal("cannot set up per-thread caches", err);
     if ((err = stack_init()) != 0)
@@ -279,10 +279,10 @@ void *alloc_realloc(void *p, size_t size) {
     size_t cap = entry_kind(e) == PK_LARGE ? large_capacity(a, e) : 0;
     bool grow = entry_kind(e) == PK_LARGE && size > entry_payload(e); /* a large one */
     /* Same pages, growth into the room an earlier growth left, or into the free rest of the
-     * chunk it was carved from (large.c): keep the address. */
+     * slab it was carved from (large.c): keep the address. */
     if (entry_kind(e) == PK_LARGE && size > OSCAR_SMALL_MAX && size <= LARGE_MAX &&
         (large_len(size) == large_len(entry_payload(e)) || (grow && large_len(size) <= cap) ||
-         (grow && large_extend_in_chunk(a, cap, large_len(size))))) {
+         (grow && large_extend_in_slab(a, cap, large_len(size))))) {
         if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size))) {
             account_bytes((int64_t)size - (int64_t)entry_payload(e));
             return p;

@@ -135,7 +135,7 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
     }
     switch (o.state) {
     case OBJ_FREED:
-    case OBJ_QUARANTINED:
+    case OBJ_DEFERRED:
         if (at_start) {
             fmt_str(&f, "oscar: double-free on address ");
             fmt_hex(&f, addr);
@@ -171,7 +171,7 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
         break;
     }
     fmt_char(&f, '\n');
-    if (o.state == OBJ_FREED || o.state == OBJ_QUARANTINED || o.state == OBJ_LIVE) {
+    if (o.state == OBJ_FREED || o.state == OBJ_DEFERRED || o.state == OBJ_LIVE) {
         describe_location(&f, addr, &o);
         fmt_str(&f, o.state == OBJ_LIVE ? "the region is allocated" : "the region was freed");
         fmt_str(&f, "; the bad pointer was passed to ");
@@ -186,7 +186,7 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
     print_current(&f, fd, (o.state == OBJ_FREED && at_start) || o.state == OBJ_RECLAIMED
                               ? "double free"
                               : "bad free");
-    if (o.state == OBJ_FREED || o.state == OBJ_QUARANTINED || o.state == OBJ_LIVE)
+    if (o.state == OBJ_FREED || o.state == OBJ_DEFERRED || o.state == OBJ_LIVE)
         print_history(&f, fd, &o);
     fmt_flush(&f, fd);
     abort();

@@ -12,7 +12,7 @@ enum object_state {
     OBJ_NEVER,         /* in the region, but no object was ever handed out there */
     OBJ_LIVE,
     OBJ_FREED,         /* revoked */
-    OBJ_QUARANTINED,   /* freed, shadow not yet revoked */
+    OBJ_DEFERRED,   /* freed, shadow not yet revoked */
     OBJ_POISON,        /* the poison window: a pointer read from a freed packed object */
     OBJ_RECLAIMED,     /* freed long ago: its chunk's records are reclaimed (reclaim.h),
                         * so its start, size and stacks are unknown */

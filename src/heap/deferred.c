@@ -1,5 +1,5 @@
-/* quarantine: see quarantine.h. */
-#include "heap/quarantine.h"
+/* deferred: see deferred.h. */
+#include "heap/deferred.h"
 #include "mem/maplimit.h"
 #include "base/core.h"
 #include "os/os.h"
@@ -8,22 +8,22 @@
 
 #define QUARANTINE_CAPACITY (4UL << 20) /* entries; 32 MiB of address space, touched lazily */
 
-static oscar_lock lock = OSCAR_LOCK_INIT(QUARANTINE);
+static oscar_lock lock = OSCAR_LOCK_INIT(DEFERRED);
 static uintptr_t *entries;
 static size_t count;
 static atomic_flag draining = ATOMIC_FLAG_INIT;
 
-int quarantine_init(void) {
+int deferred_init(void) {
     int err;
     entries = os_alloc_meta(QUARANTINE_CAPACITY * sizeof(uintptr_t), &err);
     if (!entries)
         return err;
-    maplimit_set_relief_hook(quarantine_drain);
+    maplimit_set_relief_hook(deferred_drain);
     return 0;
 }
 
-bool quarantine_push(uintptr_t page) {
-    stats_add(STAT_QUARANTINED_OBJECTS, 1);
+bool deferred_push(uintptr_t page) {
+    stats_add(STAT_DEFERRED_REVOCATIONS, 1);
     oscar_lock_acquire(&lock);
     bool ok = count < QUARANTINE_CAPACITY;
     if (ok)
@@ -32,15 +32,15 @@ bool quarantine_push(uintptr_t page) {
     return ok;
 }
 
-void quarantine_drain(void) {
+void deferred_drain(void) {
     /* Revoking calls back into maplimit, which may call us: one drainer at a time. */
     if (atomic_flag_test_and_set(&draining))
         return;
     oscar_lock_acquire(&lock);
     size_t kept = 0;
     for (size_t i = 0; i < count; i++) {
-        if (small_revoke_quarantined(entries[i]))
-            stats_add(STAT_QUARANTINED_OBJECTS, -1);
+        if (small_revoke_deferred(entries[i]))
+            stats_add(STAT_DEFERRED_REVOCATIONS, -1);
         else
             entries[kept++] = entries[i];
     }
@@ -49,5 +49,5 @@ void quarantine_drain(void) {
     atomic_flag_clear(&draining);
 }
 
-void quarantine_lock(void) { oscar_lock_acquire(&lock); }
-void quarantine_unlock(void) { oscar_lock_release(&lock); }
+void deferred_lock(void) { oscar_lock_acquire(&lock); }
+void deferred_unlock(void) { oscar_lock_release(&lock); }
