@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,24 +26,23 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, MAPPING_LIMIT_WARNING, _clean_env
+from conftest import CLI, MAPPING_LIMIT_WARNING, REPO, _clean_env
+
+# The one server harness (issue 19): starting, waiting for the port, stopping and the servers'
+# command lines are bench/servers.py's, shared with the benchmarks.
+sys.path.insert(0, str(REPO / "bench"))
+import servers as harness  # noqa: E402
 
 MODES = ("glibc", "oscar")
-START_TIMEOUT = 15
-STOP_TIMEOUT = 15
+START_TIMEOUT = harness.START_TIMEOUT
+free_port = harness.free_port
 
 
 def need(binary, package):
-    path = shutil.which(binary) or (Path("/usr/sbin", binary).exists() and "/usr/sbin/" + binary)
+    path = harness.which(binary)
     if not path:
         pytest.skip("%s is not installed (Debian package %s)" % (binary, package))
     return path
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def oscar_lines(text):
@@ -53,72 +53,33 @@ def oscar_lines(text):
             if l.startswith("oscar:") and not re.fullmatch(MAPPING_LIMIT_WARNING, l)]
 
 
-class Server:
-    """A server process in its own process group; stdout and stderr go to files."""
+class Server(harness.ServerProcess):
+    """bench/servers.py's ServerProcess, run plainly (glibc) or under `oscar run`, with the
+    test's failures as pytest failures."""
 
     def __init__(self, runner, mode, argv, workdir, name):
-        self.mode, self.workdir, self.name = mode, Path(workdir), name
-        self.out = self.workdir / (name + ".stdout")
-        self.err = self.workdir / (name + ".stderr")
+        self.mode = mode
         argv = [str(a) for a in argv]
         if mode == "oscar":
             runner.info.require_cli()
             argv = [str(CLI), "run", "--"] + argv
-        self.argv = argv
-        with open(self.out, "wb") as out, open(self.err, "wb") as err:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                         env=_clean_env(None), cwd=self.workdir,
-                                         start_new_session=True)
-        self.returncode = None
+        super().__init__(argv, _clean_env(None), workdir, name)
+        self.out, self.err = Path(self.out), Path(self.err)
 
     def describe(self, *logs):
-        text = "%s under %s: %s\nreturncode %s\n" % (self.name, self.mode, " ".join(self.argv),
-                                                     self.proc.poll())
-        for path in (self.out, self.err) + tuple(logs):
-            path = Path(path)
-            if path.exists():
-                text += "--- %s (tail):\n%s\n" % (path.name, path.read_text(errors="replace")[-3000:])
-        return text
+        return "under %s: %s" % (self.mode, super().describe(*logs))
 
     def wait_port(self, port, *logs):
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail("the server exited at start\n" + self.describe(*logs), pytrace=False)
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        pytest.fail("the server did not listen on port %d\n%s" % (port, self.describe(*logs)),
-                    pytrace=False)
+        state = super().wait_port(port, START_TIMEOUT)
+        if state == "exited":
+            pytest.fail("the server exited at start\n" + self.describe(*logs), pytrace=False)
+        if state != "ok":
+            pytest.fail("the server did not listen on port %d\n%s" % (port, self.describe(*logs)),
+                        pytrace=False)
 
     def stop(self, sig=signal.SIGTERM):
         """Ask the server to exit; returns its exit status (None if it had to be killed)."""
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
-        try:
-            self.returncode = self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.returncode = None
-        self.kill()
-        return self.returncode
-
-    def kill(self):
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pass
-
-    def stderr_text(self):
-        return self.err.read_text(errors="replace") if self.err.exists() else ""
+        return self.returncode if super().stop(sig) else None
 
 
 @pytest.fixture
@@ -133,10 +94,8 @@ def servers():
 def run_tool(argv, timeout, cwd=None):
     """A load generator, not preloaded."""
     try:
-        return subprocess.run([str(a) for a in argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=_clean_env(None), timeout=timeout,
-                              text=True, errors="replace", cwd=cwd, start_new_session=True)
-    except subprocess.TimeoutExpired as e:
+        return harness.run_tool(argv, _clean_env(None), timeout, cwd)
+    except subprocess.TimeoutExpired:
         pytest.fail("%s timed out after %ss" % (" ".join(map(str, argv)), timeout), pytrace=False)
 
 
@@ -273,13 +232,11 @@ def redis_digests(client, pattern="*"):
 def start_redis(runner, servers, mode, workdir, name, dbfilename="dump.rdb"):
     port = free_port()
     log = workdir / (name + ".log")
-    s = Server(runner, mode, [
-        need("redis-server", "redis-server"), "--port", port, "--bind", "127.0.0.1",
-        "--dir", workdir, "--dbfilename", dbfilename, "--save", "", "--appendonly", "no",
-        "--daemonize", "no", "--logfile", log, "--protected-mode", "no",
+    need("redis-server", "redis-server")
+    s = Server(runner, mode, harness.redis_server_argv(
+        port, workdir, log, "--dbfilename", dbfilename,
         "--enable-debug-command", "yes", "--lazyfree-lazy-user-del", "yes",
-        "--lazyfree-lazy-server-del", "yes", "--rdbcompression", "yes",
-    ], workdir, name)
+        "--lazyfree-lazy-server-del", "yes", "--rdbcompression", "yes"), workdir, name)
     servers.append(s)
     s.wait_port(port, log)
     return s, port, log
@@ -464,31 +421,18 @@ def memcached_transcript(port):
     return out
 
 
-MEMASLAP_CONFIG = """\
-key
-16 64 1
-value
-32 2048 1
-cmd
-0 0.05
-1 0.95
-"""
-
-
 def memcached_session(runner, servers, mode, workdir):
     workdir.mkdir()
     port = free_port()
-    server = Server(runner, mode, [need("memcached", "memcached"), "-l", "127.0.0.1", "-p", port,
-                                   "-U", 0, "-t", 4, "-m", 64, "-c", 1024, "-u", "root"],
-                    workdir, "memcached")
+    need("memcached", "memcached")
+    server = Server(runner, mode, harness.memcached_argv(port), workdir, "memcached")
     servers.append(server)
     server.wait_port(port)
     transcript = memcached_transcript(port)
     cfg = workdir / "memaslap.cfg"
-    cfg.write_text(MEMASLAP_CONFIG)
-    slap = need("memcaslap", "libmemcached-tools")
-    res = run_tool([slap, "-s", "127.0.0.1:%d" % port, "-T", 2, "-c", 32, "-t", "5s", "-F", cfg,
-                    "-v", "0.1"], timeout=60, cwd=workdir)
+    cfg.write_text(harness.MEMASLAP_CONFIG)
+    need("memcaslap", "libmemcached-tools")
+    res = run_tool(harness.memaslap_argv(port, 5, cfg), timeout=60, cwd=workdir)
     text = res.stdout + res.stderr
     assert res.returncode == 0, "memcaslap failed\n" + text[-3000:]
     m = re.search(r"Run time: [\d.]+s Ops: (\d+)", text)
@@ -515,35 +459,12 @@ def test_memcached_memaslap(runner, servers, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # nginx
 
-NGINX_CONF = """\
-user root;
-daemon off;
-master_process on;
-worker_processes 2;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {dir}/body;
-    proxy_temp_path {dir}/proxy;
-    fastcgi_temp_path {dir}/fastcgi;
-    uwsgi_temp_path {dir}/uwsgi;
-    scgi_temp_path {dir}/scgi;
-    server {{
-        listen 127.0.0.1:{port};
-        root {dir}/www;
-        location /gz/ {{ gzip on; gzip_types text/plain application/octet-stream; gzip_min_length 1; }}
-    }}
-}}
-"""
-
 NGINX_BAD = (r"\[(alert|emerg|crit)\]", r"signal", r"oscar:")
 
 
 def nginx_session(runner, servers, mode, workdir):
-    nginx = need("nginx", "nginx")
-    wrk = need("wrk", "wrk")
+    need("nginx", "nginx")
+    need("wrk", "wrk")
     workdir.mkdir()
     www = workdir / "www"
     (www / "gz").mkdir(parents=True)
@@ -553,16 +474,16 @@ def nginx_session(runner, servers, mode, workdir):
     (www / "gz" / "text.bin").write_bytes(b"compress me " * 5000)
     port = free_port()
     conf = workdir / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(dir=workdir, port=port))
+    conf.write_text(harness.NGINX_CONF.format(dir=workdir, port=port))
     log = workdir / "error.log"
-    server = Server(runner, mode, [nginx, "-p", workdir, "-c", conf, "-e", log], workdir, "nginx")
+    server = Server(runner, mode, harness.nginx_argv(workdir, conf, log), workdir, "nginx")
     servers.append(server)
     server.wait_port(port, log)
     url = "http://127.0.0.1:%d" % port
 
     results = []
     for path in ("/small.txt", "/file.bin"):
-        res = run_tool([wrk, "-t", 2, "-c", 16, "-d", "3s", url + path], timeout=60)
+        res = run_tool(harness.wrk_argv(url + path, 3, latency=False), timeout=60)
         assert res.returncode == 0, res.stdout + res.stderr
         m = re.search(r"(\d+) requests in", res.stdout)
         assert m and int(m.group(1)) > 100, "wrk did not run\n" + res.stdout + res.stderr
@@ -585,7 +506,7 @@ def nginx_session(runner, servers, mode, workdir):
     except urllib.error.HTTPError as e:
         results.append("missing: %d" % e.code)
     # Workers are still the ones started at the beginning: none died and was replaced.
-    assert server.proc.poll() is None, server.describe(log)
+    assert not server.exited(), server.describe(log)
     rc = server.stop(signal.SIGQUIT)  # graceful shutdown
     assert_clean_server(server, rc, log, bad=NGINX_BAD)
     return results
