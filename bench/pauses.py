@@ -25,9 +25,11 @@ def live_sizes(quick, smoke):
     return [50, 200] if quick else [25, 50, 100, 200]
 
 
-def sweep(progs, ready, clean_env, timeout, quick=False, smoke=False, log=print):
+def sweep(progs, ready, clean_env, timeout, rejected=None, quick=False, smoke=False, log=print):
     """One run per (allocator, live size): scanstress LIVE_MIB N, N = the live node count (every
-    node replaced once on average). Returns a list of row dicts."""
+    node replaced once on average). Returns a list of row dicts. `rejected`: {allocator name:
+    status} of configurations the library refuses (bench/run.py's probe): recorded, not run."""
+    rejected = rejected or {}
     program = os.path.join(progs, "scanstress")
     chosen = [a for a in ready if a.name in PAUSE_ALLOCATORS]
     rows = []
@@ -40,6 +42,10 @@ def sweep(progs, ready, clean_env, timeout, quick=False, smoke=False, log=print)
         count = live * 2**20 // AVERAGE_NODE
         argv = [program, str(live), str(count)]
         for a in chosen:
+            if a.name in rejected:
+                rows.append({"allocator": a.name, "live_mib": live, "status": rejected[a.name],
+                             "time_s": 0.0, "mem_mib": 0.0})
+                continue
             env = clean_env({})
             env.update(a.env)
             if a.preload:

@@ -18,6 +18,7 @@ import datetime
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -232,6 +233,25 @@ def count_peer_syscalls(rows, workloads, commands, ready, work, timeout):
                                               else "not counted (strace missing or run failed)"))
 
 
+def probe_settings(ready):
+    """{allocator name: status} for the Oscar configurations whose settings the library
+    refuses (e.g. OSCAR_MODE=protect before protect mode exists): it would run its default
+    mode instead, so each of their cells is recorded as failed without being run."""
+    rejected = {}
+    true = shutil.which("true") or "/bin/true"
+    for a in ready:
+        if not a.is_oscar or not a.env:
+            continue
+        env = clean_env(a.env)
+        env["LD_PRELOAD"] = a.preload
+        proc = subprocess.run([true], env=env, capture_output=True, text=True, errors="replace")
+        status = measure.rejected_setting(proc.stderr)
+        if status:
+            rejected[a.name] = status
+            log("%s: %s: every cell is recorded as failed, not run" % (a.name, status))
+    return rejected
+
+
 def main(argv=None):
     args = parse_args(argv)
     suite = wl_mod.SUITES.get(args.suite) if args.suite else None
@@ -275,6 +295,7 @@ def main(argv=None):
         return 0
 
     ready = alloc_mod.resolve(chosen, oscar_lib, args.install, log)
+    rejected = probe_settings(ready)
 
     wanted = ([n.strip() for n in args.workloads.split(",")] if args.workloads
               else list(suite["workloads"]) if suite
@@ -336,6 +357,13 @@ def main(argv=None):
                 cell = (w.name, a.name)
                 if cell in stopped:
                     continue
+                if a.name in rejected:
+                    results[cell] = [measure.RunResult(
+                        status=rejected[a.name], seconds=0.0, peak_bytes=0, rss_bytes=0,
+                        faults=0, stdout_sha="", stdout_head="", stderr_tail=rejected[a.name],
+                        oscar={})]
+                    stopped.add(cell)
+                    continue
                 if w.kind == "server":
                     # the server under the allocator, the load tool (clean_env({})) without it
                     env = clean_env({})
@@ -384,7 +412,7 @@ def main(argv=None):
 
     sweep = None
     if args.pauses == "on" or (args.pauses == "auto" and any(w.name == "scanstress" for w in workloads)):
-        sweep = pauses.sweep(progs, ready, clean_env, timeout, quick=args.quick or args.smoke,
+        sweep = pauses.sweep(progs, ready, clean_env, timeout, rejected, quick=args.quick or args.smoke,
                              smoke=args.smoke, log=log)
 
     elapsed = time.monotonic() - started
