@@ -132,3 +132,41 @@ def test_bogus_allocator_is_skipped(build, tmp_path):
     with open(tmp_path / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["allocator"] for r in rows} == {"glibc"}
+
+
+PROTECT_WORKLOADS = ["churn", "prodcons2", "scanstress"]
+
+
+def test_protect_suite(build, tmp_path):
+    """--suite protect (issue 17) at smoke size: every cell is recorded, protect mode's either
+    measured or, while the library refuses OSCAR_MODE=protect, failed with the reason (never
+    measured as another mode); peers' system calls counted; the pause sweep's table and CSV."""
+    build.require_lib()
+    proc = run_bench("--suite", "protect", "--smoke", "--workloads", ",".join(PROTECT_WORKLOADS),
+                     "--allocators", "glibc,oscar-fast,oscar-protect", "--syscalls", "on",
+                     "--out", str(tmp_path), timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    with open(tmp_path / "results.csv") as f:
+        cells = {(r["workload"], r["allocator"]): r for r in csv.DictReader(f)}
+    for w in PROTECT_WORKLOADS:
+        for a in ("glibc", "oscar-fast"):
+            assert cells[(w, a)]["status"] == "ok", cells[(w, a)]
+        protect = cells[(w, "oscar-protect")]
+        assert protect["status"] == "ok" or protect["status"].startswith("rejected: OSCAR_MODE"), protect
+        if protect["status"] == "ok":
+            assert float(protect["syscalls_per_1k_allocs"]) >= 0, protect
+        assert cells[(w, "oscar-fast")]["syscalls_per_1k_allocs"] != ""
+        if "strace" in proc.stdout or any(os.access(os.path.join(d, "strace"), os.X_OK)
+                                          for d in os.environ.get("PATH", "").split(":")):
+            assert cells[(w, "glibc")]["syscalls_source"] == "strace %memory", cells[(w, "glibc")]
+    scan = cells[("scanstress", "oscar-protect")]
+    if scan["status"] == "ok" and scan["scan_rounds"]:
+        assert scan["scan_pause_us_max"] != "", scan
+    with open(tmp_path / "pauses.csv") as f:
+        sweep = list(csv.DictReader(f))
+    assert {(r["allocator"], r["live_mib"]) for r in sweep} == {("oscar-protect", "4"),
+                                                                ("oscar-protect", "8")}, sweep
+    text = (tmp_path / "results.md").read_text()
+    assert "### Stops of the world against the live heap" in text, text
+    assert "### System calls per 1000 allocations" in text, text
+    assert "Command: `python3 bench/run.py --suite protect --smoke" in text, text
