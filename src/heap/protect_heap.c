@@ -1,0 +1,924 @@
+/* protect_heap: see protect_heap.h.
+ *
+ * Ordering between a page's owner letting it go and the mark releasing slots into it (Dekker
+ * style, seq_cst): the mark sets released bits, then reads `own`; the owner stores FULL, then
+ * reads the released bits. At least one sees the other, so a page with released slots is
+ * never left unowned and unpooled. */
+#define _GNU_SOURCE
+#include "heap/protect_heap.h"
+#include "base/lock.h"
+#include "base/fmt.h"
+#include "base/options.h"
+#include "base/stats.h"
+#include "os/os.h"
+#include "report/report.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/resource.h>
+
+struct ph_heap ph;
+
+/* ---------------------------------------------------------------------------------------
+ * Size classes: 16..128 by 16, then four per power of two up to 32 KiB. */
+static uint32_t class_bytes[PH_NUM_CLASSES];
+
+static inline unsigned class_of(size_t size) {
+    if (size <= 128)
+        return size ? (unsigned)((size - 1) >> 4) : 0;
+    unsigned b = 63 - (unsigned)__builtin_clzl(size - 1); /* >= 7 */
+    return 8 + (b - 7) * 4 + (unsigned)((size - 1) >> (b - 2)) - 4;
+}
+
+static void classes_init(void) {
+    for (unsigned k = 0; k < PH_NUM_CLASSES; k++) {
+        if (k < 8) {
+            class_bytes[k] = 16 * (k + 1);
+        } else {
+            unsigned b = 7 + (k - 8) / 4, m = 4 + (k - 8) % 4;
+            class_bytes[k] = (m + 1) << (b - 2);
+        }
+    }
+}
+
+/* The smallest class >= size whose slots are all aligned to align (<= 32 KiB), or -1. */
+static int class_aligned(size_t size, size_t align) {
+    for (unsigned k = class_of(size); k < PH_NUM_CLASSES; k++)
+        if (class_bytes[k] % align == 0)
+            return (int)k;
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Locks: locks[0] guards the page allocator (bump, commit, free runs); locks[1 + c] the pool
+ * of class c. One array, so fork takes them in address order (base/lock.h). */
+static oscar_lock locks[1 + PH_NUM_CLASSES];
+#define PAGE_LOCK (&locks[0])
+static struct ph_page *pools[PH_NUM_CLASSES];
+
+/* Free runs of pages: lists by length (1..RUN_LISTS-1), list 0 for longer runs. */
+#define RUN_LISTS 64
+static struct ph_page *runs[RUN_LISTS];
+static size_t committed_pages; /* under PAGE_LOCK */
+#define COMMIT_PAGES 1024      /* 64 MiB: one system call commits this much */
+
+/* Quarantine and live bytes, over the whole process (threads fold theirs in batches). */
+static _Atomic int64_t quar_bytes;  /* bytes in QUAR slots */
+static _Atomic int64_t held_bytes;  /* of those, found still referenced by the last mark */
+static _Atomic int64_t live_bytes;  /* bytes of LIVE slots and large objects */
+static int64_t trigger_floor, trigger_share, fold_at, hard_cap;
+
+static inline struct ph_meta *meta_of(size_t i) { return &ph.meta[i]; }
+static inline size_t page_no(const struct ph_page *pg) { return (size_t)(pg - ph.pages); }
+
+/* ---------------------------------------------------------------------------------------
+ * Per-thread caches. */
+struct ph_cls {
+    uint64_t bits;  /* free slots of the current page's word `word`, taken from local[] */
+    uint32_t word, size;
+    uintptr_t base;
+    _Atomic uint16_t *slots;
+    struct ph_page *page;
+};
+
+enum { TC_EMPTY, TC_LIVE, TC_DEAD, TC_FALLBACK };
+struct ph_tc {
+    struct ph_cls cls[PH_NUM_CLASSES];
+    int state;
+    int64_t live, quar; /* not yet folded into live_bytes / quar_bytes */
+    uint64_t n_alloc, n_free, n_large, n_realloc;
+    struct ph_tc *next;
+};
+
+static struct ph_tc empty_tc = {.state = TC_EMPTY};
+static struct ph_tc dead_tc = {.state = TC_DEAD};
+static __thread struct ph_tc *ph_tc __attribute__((tls_model("initial-exec"))) = &empty_tc;
+static __thread int attaching __attribute__((tls_model("initial-exec")));
+static struct ph_tc *fallback_tc;
+static oscar_lock fallback_lock = OSCAR_LOCK_INIT(FALLBACK_CACHE);
+static oscar_lock registry_lock = OSCAR_LOCK_INIT(THREAD_REGISTRY);
+static struct ph_tc *live_tcs, *free_tcs;
+static pthread_key_t exit_key;
+/* Thread caches are carved from the metadata reservation (not roots of the mark). */
+static uintptr_t tc_next, tc_end;
+static int threads_init(void);
+
+/* ---------------------------------------------------------------------------------------
+ * Init. */
+
+/* The heap's size: OSCAR_PROTECT_HEAP_GIB, at most half of a finite RLIMIT_AS. */
+static size_t heap_bytes(void) {
+    size_t want = (size_t)options_int(OPT_PROTECT_HEAP_GIB) << 30;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 < want)
+        want = (size_t)(rl.rlim_cur / 2) & ~(PH_PAGE - 1);
+    return want;
+}
+
+int protect_heap_init(void) {
+    classes_init();
+    for (unsigned i = 0; i < 1 + PH_NUM_CLASSES; i++)
+        oscar_lock_init(&locks[i], LOCK_PROTECT);
+    int err = 0;
+    size_t bytes = heap_bytes();
+    void *lo = NULL;
+    while (bytes >= (64UL << 20)) {
+        /* Align to a page: reserve one page more and round up. */
+        lo = os_reserve(bytes + PH_PAGE, &err);
+        if (lo)
+            break;
+        bytes >>= 1;
+    }
+    if (!lo)
+        return err ? err : ENOMEM;
+    ph.lo = align_up((uintptr_t)lo, PH_PAGE);
+    ph.hi = ph.lo + bytes;
+    size_t npages = bytes >> PH_PAGE_SHIFT;
+    size_t desc = align_up(npages * sizeof(struct ph_page), OSCAR_PAGE);
+    size_t meta = npages * sizeof(struct ph_meta);
+    size_t tcs = 64UL << 20;
+    char *m = os_alloc_meta(desc + meta + tcs, &err);
+    if (!m)
+        return err;
+    ph.pages = (struct ph_page *)m;
+    ph.meta = (struct ph_meta *)(m + desc);
+    ph.meta_lo = (uintptr_t)m;
+    ph.meta_hi = (uintptr_t)m + desc + meta + tcs;
+    tc_next = (uintptr_t)m + desc + meta;
+    tc_end = ph.meta_hi;
+    trigger_floor = (int64_t)options_int(OPT_QUARANTINE_FLOOR_KIB) << 10;
+    trigger_share = options_int(OPT_QUARANTINE_SHARE);
+    fold_at = trigger_floor < (64 << 10) ? (trigger_floor > 0 ? trigger_floor : 1) : (64 << 10);
+    hard_cap = (int64_t)options_int(OPT_QUARANTINE_CAP_MIB) << 20;
+    return threads_init();
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The page allocator: runs of pages from free runs (coalesced) or the bump. */
+
+static void run_unlink(struct ph_page *h) {
+    size_t n = h->run;
+    struct ph_page **list = &runs[n < RUN_LISTS ? n : 0];
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        *list = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    h->next = h->prev = NULL;
+}
+
+/* [i, i+n) becomes one free run (with its neighbours). Under PAGE_LOCK. */
+static void run_insert(size_t i, size_t n) {
+    for (size_t j = i; j < i + n; j++) {
+        ph.pages[j].cls = 0;
+        atomic_store_explicit(&ph.pages[j].kind, PHK_FREE_RUN, memory_order_release);
+    }
+    if (i > 0 && atomic_load_explicit(&ph.pages[i - 1].kind, memory_order_relaxed) == PHK_FREE_RUN) {
+        struct ph_page *t = &ph.pages[i - 1];
+        size_t h = t->cls == 1 ? i - 1 : i - 1 - t->run; /* cls: 1 head, 2 last page */
+        run_unlink(&ph.pages[h]);
+        n += i - h;
+        i = h;
+    }
+    size_t used = atomic_load_explicit(&ph.used_pages, memory_order_relaxed);
+    if (i + n < used &&
+        atomic_load_explicit(&ph.pages[i + n].kind, memory_order_relaxed) == PHK_FREE_RUN) {
+        struct ph_page *r = &ph.pages[i + n];
+        size_t m = r->run;
+        run_unlink(r);
+        r->cls = 0;
+        n += m;
+    }
+    for (size_t j = i + 1; j + 1 < i + n; j++)
+        ph.pages[j].cls = 0; /* (interior pages of merged runs: no stale tags) */
+    struct ph_page *h = &ph.pages[i];
+    if (n > 1) {
+        ph.pages[i + n - 1].cls = 2;
+        ph.pages[i + n - 1].run = (uint32_t)(n - 1);
+    }
+    h->cls = 1;
+    h->run = (uint32_t)n;
+    struct ph_page **list = &runs[n < RUN_LISTS ? n : 0];
+    h->prev = NULL;
+    h->next = *list;
+    if (*list)
+        (*list)->prev = h;
+    *list = h;
+}
+
+/* Take [i, i+n) out of the free run headed by h (length >= n); the rest stays free. */
+static size_t run_take(struct ph_page *h, size_t n) {
+    size_t i = page_no(h), len = h->run;
+    run_unlink(h);
+    h->cls = 0;
+    if (len > 1)
+        ph.pages[i + len - 1].cls = 0;
+    if (len > n)
+        run_insert(i + n, len - n);
+    return i;
+}
+
+/* n pages (page index), or (size_t)-1 when the heap is used up. */
+static size_t pages_alloc(size_t n) {
+    oscar_lock_acquire(PAGE_LOCK);
+    struct ph_page *h = NULL;
+    for (size_t l = n; l < RUN_LISTS && !h; l++)
+        h = runs[l];
+    if (!h)
+        for (struct ph_page *r = runs[0]; r && !h; r = r->next)
+            if (r->run >= n)
+                h = r;
+    size_t i;
+    if (h) {
+        i = run_take(h, n);
+    } else {
+        i = atomic_load_explicit(&ph.used_pages, memory_order_relaxed);
+        size_t max = (ph.hi - ph.lo) >> PH_PAGE_SHIFT;
+        if (n > max - i) {
+            oscar_lock_release(PAGE_LOCK);
+            return (size_t)-1;
+        }
+        if (i + n > committed_pages) {
+            size_t want = align_up(i + n - committed_pages, COMMIT_PAGES);
+            if (want > max - committed_pages)
+                want = max - committed_pages;
+            int err = os_map_private((void *)ph_page_base(committed_pages),
+                                     want << PH_PAGE_SHIFT, false);
+            if (err) {
+                oscar_lock_release(PAGE_LOCK);
+                return (size_t)-1;
+            }
+            committed_pages += want;
+        }
+        atomic_store_explicit(&ph.used_pages, i + n, memory_order_release);
+    }
+    for (size_t j = i; j < i + n; j++)
+        ph.pages[j].freed_head = 0;
+    oscar_lock_release(PAGE_LOCK);
+    return i;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Thread caches. */
+
+static struct ph_tc *tc_new(void) {
+    size_t sz = align_up(sizeof(struct ph_tc), 64);
+    oscar_lock_acquire(PAGE_LOCK);
+    uintptr_t p = tc_next;
+    if (tc_end - tc_next >= sz)
+        tc_next += sz;
+    else
+        p = 0;
+    oscar_lock_release(PAGE_LOCK);
+    return (struct ph_tc *)p; /* (metadata pages are zero when fresh) */
+}
+
+static void pool_push(unsigned c, struct ph_page *pg) {
+    oscar_lock_acquire(&locks[1 + c]);
+    pg->prev = NULL;
+    pg->next = pools[c];
+    pools[c] = pg;
+    oscar_lock_release(&locks[1 + c]);
+}
+
+static struct ph_page *pool_pop(unsigned c) {
+    if (!__atomic_load_n(&pools[c], __ATOMIC_RELAXED))
+        return NULL;
+    oscar_lock_acquire(&locks[1 + c]);
+    struct ph_page *pg = pools[c];
+    if (pg)
+        pools[c] = pg->next;
+    oscar_lock_release(&locks[1 + c]);
+    if (pg)
+        pg->next = NULL;
+    return pg;
+}
+
+static bool any_released(const struct ph_meta *m, unsigned nwords) {
+    for (unsigned w = 0; w < nwords; w++)
+        if (atomic_load_explicit(&m->released[w], memory_order_seq_cst))
+            return true;
+    return false;
+}
+
+/* Move the page's released slots into the owner's bitmap. */
+static bool harvest(struct ph_meta *m, unsigned nwords) {
+    bool any = false;
+    for (unsigned w = 0; w < nwords; w++) {
+        if (!atomic_load_explicit(&m->released[w], memory_order_relaxed))
+            continue;
+        m->local[w] |= atomic_exchange_explicit(&m->released[w], 0, memory_order_acquire);
+        any = true;
+    }
+    return any;
+}
+
+/* The owner lets its current page of a class go: to the pool if it has free slots, else
+ * FULL (the mark pools it when it releases a slot there). */
+static void page_let_go(struct ph_cls *k, unsigned c) {
+    struct ph_page *pg = k->page;
+    if (!pg)
+        return;
+    size_t i = page_no(pg);
+    struct ph_meta *m = meta_of(i);
+    if (k->bits)
+        m->local[k->word] |= k->bits;
+    k->bits = 0;
+    k->page = NULL;
+    bool has = false;
+    for (unsigned w = 0; w < pg->nwords && !has; w++)
+        has = m->local[w] != 0;
+    if (has) {
+        atomic_store(&pg->own, PHO_POOLED);
+        pool_push(c, pg);
+        return;
+    }
+    atomic_store(&pg->own, PHO_FULL);
+    uint32_t full = PHO_FULL;
+    if (any_released(m, pg->nwords) &&
+        atomic_compare_exchange_strong(&pg->own, &full, PHO_POOLED))
+        pool_push(c, pg);
+}
+
+static void tc_fold(struct ph_tc *tc) {
+    stats_fold(tc->n_alloc, tc->n_free, tc->n_alloc - tc->n_large, tc->n_large, tc->n_realloc);
+    tc->n_alloc = tc->n_free = tc->n_large = tc->n_realloc = 0;
+    if (tc->live) {
+        atomic_fetch_add_explicit(&live_bytes, tc->live, memory_order_relaxed);
+        stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, tc->live);
+        tc->live = 0;
+    }
+    if (tc->quar) {
+        atomic_fetch_add_explicit(&quar_bytes, tc->quar, memory_order_relaxed);
+        stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, tc->quar);
+        tc->quar = 0;
+    }
+}
+
+static void tc_release_pages(struct ph_tc *tc) {
+    for (unsigned c = 0; c < PH_NUM_CLASSES; c++)
+        page_let_go(&tc->cls[c], c);
+}
+
+static void thread_exit(void *arg) {
+    struct ph_tc *tc = arg;
+    ph_tc = &dead_tc;
+    tc_release_pages(tc);
+    tc_fold(tc);
+    oscar_lock_acquire(&registry_lock);
+    for (struct ph_tc **p = &live_tcs; *p; p = &(*p)->next)
+        if (*p == tc) {
+            *p = tc->next;
+            break;
+        }
+    tc->state = TC_EMPTY;
+    tc->next = free_tcs;
+    free_tcs = tc;
+    oscar_lock_release(&registry_lock);
+}
+
+static int threads_init(void) {
+    fallback_tc = tc_new();
+    if (!fallback_tc)
+        return ENOMEM;
+    fallback_tc->state = TC_FALLBACK;
+    return pthread_key_create(&exit_key, thread_exit);
+}
+
+/* The calling thread's cache, attached now if needed; NULL: use the fallback. */
+static struct ph_tc *tc_attach(void) {
+    struct ph_tc *tc = ph_tc;
+    if (tc->state == TC_LIVE)
+        return tc;
+    if (tc->state == TC_DEAD || attaching)
+        return NULL;
+    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
+        return NULL; /* (initialising: the fallback cache serves) */
+    attaching = 1;
+    oscar_lock_acquire(&registry_lock);
+    tc = free_tcs;
+    if (tc)
+        free_tcs = tc->next;
+    oscar_lock_release(&registry_lock);
+    if (!tc)
+        tc = tc_new();
+    if (!tc) {
+        attaching = 0;
+        return NULL;
+    }
+    tc->state = TC_LIVE;
+    oscar_lock_acquire(&registry_lock);
+    tc->next = live_tcs;
+    live_tcs = tc;
+    oscar_lock_release(&registry_lock);
+    ph_tc = tc;
+    pthread_setspecific(exit_key, tc);
+    attaching = 0;
+    stats_add(STAT_THREADS_STARTED, 1);
+    return tc;
+}
+
+void ph_fold_all(void) {
+    oscar_lock_acquire(&registry_lock);
+    for (struct ph_tc *tc = live_tcs; tc; tc = tc->next)
+        tc_fold(tc);
+    oscar_lock_release(&registry_lock);
+    if (fallback_tc) {
+        oscar_lock_acquire(&fallback_lock);
+        tc_fold(fallback_tc);
+        oscar_lock_release(&fallback_lock);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Small objects. */
+
+static struct ph_page *fresh_small_page(unsigned c) {
+    size_t i = pages_alloc(1);
+    if (i == (size_t)-1)
+        return NULL;
+    struct ph_page *pg = &ph.pages[i];
+    struct ph_meta *m = meta_of(i);
+    uint32_t size = class_bytes[c];
+    uint32_t n = (uint32_t)(PH_PAGE / size);
+    pg->cls = (uint8_t)c;
+    pg->slot_size = size;
+    pg->nslots = n;
+    pg->nwords = (n + 63) / 64;
+    pg->recip = ((1ULL << 32) + size - 1) / size;
+    pg->next = pg->prev = NULL;
+    for (uint32_t w = 0; w < pg->nwords; w++) {
+        uint32_t left = n - w * 64;
+        m->local[w] = left >= 64 ? ~0ULL : (1ULL << left) - 1;
+        atomic_store_explicit(&m->released[w], 0, memory_order_relaxed);
+    }
+    memset((void *)m->slot, 0, n * sizeof(m->slot[0]));
+    atomic_store_explicit(&pg->own, PHO_CURRENT, memory_order_relaxed);
+    atomic_store_explicit(&pg->kind, PHK_SMALL, memory_order_release);
+    return pg;
+}
+
+/* Refill the class cache's bits. False: out of memory. */
+static bool refill(struct ph_cls *k, unsigned c) {
+    for (;;) {
+        struct ph_page *pg = k->page;
+        if (pg) {
+            struct ph_meta *m = meta_of(page_no(pg));
+            for (unsigned w = 0; w < pg->nwords; w++) {
+                if (m->local[w]) {
+                    k->bits = m->local[w];
+                    m->local[w] = 0;
+                    k->word = w;
+                    return true;
+                }
+            }
+            if (harvest(m, pg->nwords))
+                continue;
+            atomic_store(&pg->own, PHO_FULL);
+            uint32_t full = PHO_FULL;
+            if (any_released(m, pg->nwords) &&
+                atomic_compare_exchange_strong(&pg->own, &full, PHO_CURRENT))
+                continue;
+            k->page = NULL;
+        }
+        pg = pool_pop(c);
+        if (pg) {
+            atomic_store(&pg->own, PHO_CURRENT);
+            harvest(meta_of(page_no(pg)), pg->nwords);
+        } else {
+            pg = fresh_small_page(c);
+            if (!pg)
+                return false;
+        }
+        k->page = pg;
+        k->base = ph_page_base(page_no(pg));
+        k->slots = meta_of(page_no(pg))->slot;
+        k->size = pg->slot_size;
+        k->bits = 0;
+    }
+}
+
+/* A slot word: state, and the slack between slot and requested size (reports only; a slack
+ * too large to keep is kept as 0, the slot's size). */
+static inline uint16_t slot_word(unsigned state, size_t slack) {
+    return (uint16_t)(state | (slack < 8192 ? slack : 0) << 3);
+}
+
+static inline void *pop(struct ph_tc *tc, struct ph_cls *k, size_t size) {
+    uint64_t b = k->bits;
+    unsigned i = (unsigned)__builtin_ctzll(b);
+    k->bits = b & (b - 1);
+    unsigned s = k->word * 64 + i;
+    atomic_store_explicit(&k->slots[s], slot_word(PHS_LIVE, k->size - size),
+                          memory_order_relaxed);
+    tc->live += k->size;
+    tc->n_alloc++;
+    return (void *)(k->base + (uintptr_t)s * k->size);
+}
+
+static void *small_slow(unsigned c, size_t size) {
+    struct ph_tc *tc = tc_attach();
+    if (tc) {
+        if (!tc->cls[c].bits && !refill(&tc->cls[c], c))
+            return NULL;
+        return pop(tc, &tc->cls[c], size);
+    }
+    if (!fallback_tc)
+        return NULL; /* (not initialised and cannot be now) */
+    oscar_lock_acquire(&fallback_lock);
+    void *p = NULL;
+    if (fallback_tc->cls[c].bits || refill(&fallback_tc->cls[c], c))
+        p = pop(fallback_tc, &fallback_tc->cls[c], size);
+    oscar_lock_release(&fallback_lock);
+    return p;
+}
+
+static inline void *small_alloc(unsigned c, size_t size) {
+    struct ph_tc *tc = ph_tc;
+    struct ph_cls *k = &tc->cls[c];
+    if (likely(k->bits))
+        return pop(tc, k, size);
+    return small_slow(c, size);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Large objects: a run of pages each, head descriptor holds the state. */
+
+static void count_large(int64_t live) {
+    struct ph_tc *tc = tc_attach();
+    if (tc) {
+        tc->live += live;
+        if (live > 0) {
+            tc->n_alloc++;
+            tc->n_large++;
+        }
+        return;
+    }
+    atomic_fetch_add_explicit(&live_bytes, live, memory_order_relaxed);
+    stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, live);
+    if (live > 0)
+        stats_fold(1, 0, 0, 1, 0);
+}
+
+static void *large_alloc(size_t size, size_t align) {
+    if (size > ph.hi - ph.lo)
+        return NULL;
+    size_t usable = align_up(size, OSCAR_PAGE);
+    size_t n = (usable + PH_PAGE - 1) >> PH_PAGE_SHIFT;
+    size_t extra = align > PH_PAGE ? (align >> PH_PAGE_SHIFT) - 1 : 0;
+    size_t i = pages_alloc(n + extra);
+    if (i == (size_t)-1)
+        return NULL;
+    if (extra) {
+        size_t a = (align_up(ph_page_base(i), align) - ph.lo) >> PH_PAGE_SHIFT;
+        oscar_lock_acquire(PAGE_LOCK);
+        if (a > i)
+            run_insert(i, a - i);
+        if (i + n + extra > a + n)
+            run_insert(a + n, i + n + extra - (a + n));
+        oscar_lock_release(PAGE_LOCK);
+        i = a;
+    }
+    struct ph_page *h = &ph.pages[i];
+    for (size_t j = 1; j < n; j++) {
+        ph.pages[i + j].run = (uint32_t)j;
+        atomic_store_explicit(&ph.pages[i + j].kind, PHK_TAIL, memory_order_release);
+    }
+    h->run = (uint32_t)n;
+    h->slot_size = (uint32_t)(usable > UINT32_MAX ? 0 : usable);
+    h->large_size = size;
+    atomic_store_explicit(&h->lstate, PHS_LIVE, memory_order_relaxed);
+    atomic_store_explicit(&h->kind, PHK_LARGE, memory_order_release);
+    count_large((int64_t)usable);
+    return (void *)ph_page_base(i);
+}
+
+static inline size_t large_usable(const struct ph_page *h) {
+    return align_up(h->large_size, OSCAR_PAGE);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Lookup for free and reports. */
+
+struct found {
+    struct ph_page *pg;
+    size_t page;
+    unsigned slot;
+    uintptr_t start;
+    size_t slot_bytes; /* usable */
+    unsigned state;    /* PHS_* */
+    size_t size;       /* requested */
+};
+
+/* The object p points into (start exact or not): false when none. */
+static bool find(uintptr_t a, struct found *f) {
+    if (!ph_contains(a))
+        return false;
+    size_t i = ph_index(a);
+    struct ph_page *pg = &ph.pages[i];
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    if (kind == PHK_SMALL) {
+        uintptr_t off = a & (PH_PAGE - 1);
+        unsigned s = ph_slot_of(pg, off);
+        if (s >= pg->nslots)
+            return false;
+        uint16_t v = atomic_load_explicit(&meta_of(i)->slot[s], memory_order_acquire);
+        f->pg = pg;
+        f->page = i;
+        f->slot = s;
+        f->start = ph_page_base(i) + (uintptr_t)s * pg->slot_size;
+        f->slot_bytes = pg->slot_size;
+        f->state = v & PHS_MASK;
+        f->size = pg->slot_size - (v >> 3);
+        return true;
+    }
+    if (kind == PHK_TAIL) {
+        i -= pg->run;
+        pg = &ph.pages[i];
+        kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    }
+    if (kind == PHK_LARGE) {
+        f->pg = pg;
+        f->page = i;
+        f->slot = 0;
+        f->start = ph_page_base(i);
+        f->slot_bytes = large_usable(pg);
+        f->state = atomic_load_explicit(&pg->lstate, memory_order_acquire);
+        f->size = pg->large_size;
+        return a < f->start + ((size_t)pg->run << PH_PAGE_SHIFT);
+    }
+    if (kind == PHK_FREE_RUN && pg->freed_head && (a & (PH_PAGE - 1)) == 0) {
+        f->pg = pg;
+        f->page = i;
+        f->start = a;
+        f->slot_bytes = f->size = 0;
+        f->state = PHS_FREED;
+        return true;
+    }
+    return false;
+}
+
+__attribute__((noreturn)) static void bad_pointer(uintptr_t a, int who) {
+    struct object_info o = {OBJ_NOT_OURS, false, 0, 0, 0};
+    struct found f;
+    if (ph_contains(a)) {
+        o.state = OBJ_NEVER;
+        if (find(a, &f) && f.state != PHS_NEVER && a < f.start + (f.slot_bytes ? f.slot_bytes : 1)) {
+            o.state = f.state == PHS_LIVE ? OBJ_LIVE : OBJ_FREED;
+            o.large = f.pg->kind != PHK_SMALL;
+            o.start = f.start;
+            o.size = f.size;
+        }
+    }
+    report_bad_pointer(a, o, (enum report_caller)who);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * malloc and friends. */
+
+void *ph_malloc(size_t size) {
+    if (likely(size <= PH_SMALL_MAX))
+        return small_alloc(class_of(size), size);
+    return large_alloc(size, PH_PAGE);
+}
+
+void *ph_calloc(size_t size) {
+    if (size <= PH_SMALL_MAX) {
+        void *p = small_alloc(class_of(size), size);
+        if (p)
+            memset(p, 0, size); /* (freed slots are zeroed, but cheap insurance) */
+        return p;
+    }
+    /* Free runs are zero: never touched, or zeroed / dropped when their object was freed. */
+    return large_alloc(size, PH_PAGE);
+}
+
+void *ph_aligned(size_t size, size_t align) {
+    if (align <= 16)
+        return ph_malloc(size);
+    if (size <= PH_SMALL_MAX && align <= PH_SMALL_MAX) {
+        int c = class_aligned(size, align);
+        if (c >= 0)
+            return small_alloc((unsigned)c, size);
+    }
+    if (size <= PH_SMALL_MAX)
+        size = PH_SMALL_MAX + 1;
+    return large_alloc(size, align);
+}
+
+/* Is a mark due? The quarantine passed its share of the live heap (and the floor). */
+static bool mark_due(struct ph_tc *tc) {
+    tc_fold(tc);
+    int64_t q = atomic_load_explicit(&quar_bytes, memory_order_relaxed) -
+                atomic_load_explicit(&held_bytes, memory_order_relaxed);
+    int64_t live = atomic_load_explicit(&live_bytes, memory_order_relaxed);
+    return q >= trigger_floor && q * 100 >= live * trigger_share;
+}
+
+static bool quarantined(size_t bytes) {
+    struct ph_tc *tc = ph_tc;
+    if (tc->state != TC_LIVE) {
+        atomic_fetch_add_explicit(&quar_bytes, (int64_t)bytes, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&live_bytes, (int64_t)bytes, memory_order_relaxed);
+        stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, (int64_t)bytes);
+        stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, -(int64_t)bytes);
+        stats_fold(0, 1, 0, 0, 0);
+        return false;
+    }
+    tc->n_free++;
+    tc->live -= (int64_t)bytes;
+    tc->quar += (int64_t)bytes;
+    return unlikely(tc->quar >= fold_at) && mark_due(tc);
+}
+
+#define DROP_AT (256UL << 10) /* freed large objects from here on: MADV_DONTNEED, not memset */
+
+bool ph_free(void *p, int who) {
+    uintptr_t a = (uintptr_t)p;
+    if (unlikely(!ph_contains(a)))
+        bad_pointer(a, who);
+    size_t i = ph_index(a);
+    struct ph_page *pg = &ph.pages[i];
+    if (likely(atomic_load_explicit(&pg->kind, memory_order_acquire) == PHK_SMALL)) {
+        uintptr_t off = a & (PH_PAGE - 1);
+        unsigned s = ph_slot_of(pg, off);
+        _Atomic uint16_t *w = &meta_of(i)->slot[s];
+        uint16_t v;
+        if (unlikely(s >= pg->nslots || off != (uintptr_t)s * pg->slot_size ||
+                     ((v = atomic_load_explicit(w, memory_order_relaxed)) & PHS_MASK) != PHS_LIVE))
+            bad_pointer(a, who);
+        /* Zero first, then QUAR: a mark that stops us in between still sees it LIVE. */
+        memset(p, 0, pg->slot_size);
+        atomic_store_explicit(w, (uint16_t)((v & ~PHS_MASK) | PHS_QUAR), memory_order_release);
+        return quarantined(pg->slot_size);
+    }
+    if (atomic_load_explicit(&pg->kind, memory_order_acquire) != PHK_LARGE ||
+        (a & (PH_PAGE - 1)) != 0 ||
+        atomic_load_explicit(&pg->lstate, memory_order_relaxed) != PHS_LIVE)
+        bad_pointer(a, who);
+    size_t usable = large_usable(pg);
+    if (usable >= DROP_AT)
+        os_drop(p, usable);
+    else
+        memset(p, 0, usable);
+    atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_release);
+    return quarantined(usable);
+}
+
+size_t ph_usable_size(void *p, int who) {
+    struct found f;
+    uintptr_t a = (uintptr_t)p;
+    if (!find(a, &f) || f.start != a || f.state != PHS_LIVE)
+        bad_pointer(a, who);
+    /* The program may now use the whole slot: a pointer one past its end must keep it. */
+    if (f.pg->kind == PHK_SMALL)
+        atomic_store_explicit(&meta_of(f.page)->slot[f.slot], slot_word(PHS_LIVE, 0),
+                              memory_order_relaxed);
+    else
+        f.pg->large_size = f.slot_bytes;
+    return f.slot_bytes;
+}
+
+void *ph_realloc(void *p, size_t size) {
+    uintptr_t a = (uintptr_t)p;
+    struct found f;
+    if (!find(a, &f) || f.start != a || f.state != PHS_LIVE)
+        bad_pointer(a, CALL_REALLOC);
+    if (ph_tc->state == TC_LIVE)
+        ph_tc->n_realloc++;
+    if (size == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
+        ph_free(p, CALL_REALLOC);
+        return NULL;
+    }
+    /* Same class, or shrinking a little: keep the address, record the new size. */
+    if (f.pg->kind == PHK_SMALL && size <= f.slot_bytes && 4 * size > f.slot_bytes) {
+        _Atomic uint16_t *w = &meta_of(f.page)->slot[f.slot];
+        atomic_store_explicit(w, slot_word(PHS_LIVE, f.slot_bytes - size), memory_order_relaxed);
+        return p;
+    }
+    if (f.pg->kind == PHK_LARGE && size > PH_SMALL_MAX &&
+        align_up(size, OSCAR_PAGE) <= ((size_t)f.pg->run << PH_PAGE_SHIFT) &&
+        4 * size > ((size_t)f.pg->run << PH_PAGE_SHIFT)) {
+        int64_t delta = (int64_t)align_up(size, OSCAR_PAGE) - (int64_t)f.slot_bytes;
+        if (delta < 0) /* the dropped tail must read as zeros when it grows back */
+            memset((char *)p + align_up(size, OSCAR_PAGE), 0, (size_t)-delta);
+        f.pg->large_size = size;
+        count_large(delta);
+        return p;
+    }
+    /* Grow by at least half, so appending moves O(log n) times. */
+    size_t want = size;
+    if (size > f.slot_bytes && size < f.slot_bytes + f.slot_bytes / 2)
+        want = f.slot_bytes + f.slot_bytes / 2;
+    void *q = ph_malloc(want);
+    if (!q && want != size)
+        q = ph_malloc(size);
+    if (!q)
+        return NULL;
+    if (want != size && want <= PH_SMALL_MAX) { /* record the size asked for */
+        struct found g;
+        if (find((uintptr_t)q, &g) && g.pg->kind == PHK_SMALL)
+            atomic_store_explicit(&meta_of(g.page)->slot[g.slot],
+                                  slot_word(PHS_LIVE, g.slot_bytes - size), memory_order_relaxed);
+    }
+    memcpy(q, p, f.slot_bytes < size ? f.slot_bytes : size);
+    ph_free(p, CALL_REALLOC);
+    return q;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * For the mark. */
+
+void ph_release_slots(size_t i, const uint64_t *bits, unsigned nwords) {
+    struct ph_page *pg = &ph.pages[i];
+    struct ph_meta *m = meta_of(i);
+    bool any = false;
+    for (unsigned w = 0; w < nwords; w++)
+        if (bits[w]) {
+            atomic_fetch_or_explicit(&m->released[w], bits[w], memory_order_seq_cst);
+            any = true;
+        }
+    uint32_t full = PHO_FULL;
+    if (any && atomic_load(&pg->own) == PHO_FULL &&
+        atomic_compare_exchange_strong(&pg->own, &full, PHO_POOLED))
+        pool_push(pg->cls, pg);
+}
+
+void ph_release_large(size_t i) {
+    struct ph_page *h = &ph.pages[i];
+    size_t n = h->run;
+    oscar_lock_acquire(PAGE_LOCK);
+    atomic_store_explicit(&h->lstate, PHS_FREED, memory_order_relaxed);
+    run_insert(i, n);
+    h->freed_head = 1;
+    oscar_lock_release(PAGE_LOCK);
+}
+
+static void warn_cap(int64_t held) {
+    static atomic_int warned;
+    if (atomic_exchange(&warned, 1))
+        return;
+    char buf[256];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: warning: the quarantine cannot drain: ");
+    fmt_u64(&f, (uint64_t)held >> 20);
+    fmt_str(&f, " MiB of freed objects are still pointed to (OSCAR_DANGLING=report says "
+                "where)\n");
+    fmt_flush(&f, 2);
+}
+
+void ph_after_mark(uint64_t released, uint64_t held, uint64_t released_objects,
+                   uint64_t held_objects) {
+    atomic_fetch_sub_explicit(&quar_bytes, (int64_t)released, memory_order_relaxed);
+    atomic_store_explicit(&held_bytes, (int64_t)held, memory_order_relaxed);
+    stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, -(int64_t)released);
+    stats_add(STAT_RELEASED_OBJECTS, (int64_t)released_objects);
+    atomic_store_explicit(&oscar_stats[STAT_SCAN_STILL_REFERENCED], held_objects,
+                          memory_order_relaxed);
+    if (hard_cap && (int64_t)held > hard_cap)
+        warn_cap((int64_t)held);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * fork: the child keeps only the forking thread; the other threads' current pages go to
+ * the pools (their caches are reused by the child's next threads). */
+
+void ph_fork_prepare(void) {
+    oscar_lock_acquire(&registry_lock);
+    oscar_lock_acquire(&fallback_lock);
+    for (unsigned i = 0; i < 1 + PH_NUM_CLASSES; i++)
+        oscar_lock_acquire(&locks[i]);
+}
+
+void ph_fork_parent(void) {
+    for (unsigned i = 1 + PH_NUM_CLASSES; i-- > 0;)
+        oscar_lock_release(&locks[i]);
+    oscar_lock_release(&fallback_lock);
+    oscar_lock_release(&registry_lock);
+}
+
+void ph_fork_child(void) {
+    for (unsigned i = 1 + PH_NUM_CLASSES; i-- > 0;)
+        oscar_lock_release(&locks[i]);
+    struct ph_tc *self = ph_tc->state == TC_LIVE ? ph_tc : NULL;
+    struct ph_tc *tc = live_tcs;
+    live_tcs = NULL;
+    while (tc) {
+        struct ph_tc *next = tc->next;
+        if (tc == self) {
+            tc->next = live_tcs;
+            live_tcs = tc;
+        } else {
+            tc_release_pages(tc);
+            tc_fold(tc);
+            tc->state = TC_EMPTY;
+            tc->next = free_tcs;
+            free_tcs = tc;
+        }
+        tc = next;
+    }
+    oscar_lock_release(&fallback_lock);
+    oscar_lock_release(&registry_lock);
+}

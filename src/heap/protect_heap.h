@@ -1,0 +1,117 @@
+/* protect_heap: protect mode's allocator (OSCAR_MODE=protect).
+ *
+ * One big reservation (the heap) carved into 64 KiB pages. A small page holds slots of one
+ * size class (16 B .. 32 KiB); a large object has a run of whole pages of its own. All
+ * metadata lives out of band, in a separate reservation indexed by page number: the page
+ * descriptor (kind, class, owner state) and a per-page block with the owner's free-slot
+ * bitmap, the bitmap of slots released by a mark, and one 16-bit word per slot (its state and
+ * the slack between the slot size and the requested size). Nothing in user memory is ever
+ * trusted, so an overflow cannot forge a free.
+ *
+ * Slot life: NEVER -> LIVE (malloc) -> QUAR (free: zeroed, quarantined) -> [mark: CAND, or
+ * MARKED when a pointer into it was found] -> FREED (released by the mark, back in its
+ * page's released bitmap) -> LIVE ... A slot is handed out again only from FREED, and only
+ * the mark makes a slot FREED: nothing is reused before a mark proved no pointer reaches it.
+ *
+ * Threads: each thread has a cache (initial-exec TLS) with its current page per class and a
+ * copy of one word of that page's free bitmap: malloc is a TLS load, a bit pop and a store of
+ * the slot's state, no lock, no atomic read-modify-write, no system call. free (any thread)
+ * is a lookup, a check of the slot state, a memset and a store. The mark (another thread)
+ * publishes released slots through the page's atomic released bitmap; the owner harvests it
+ * when its bits run dry. Pages with free slots and no owner wait in a per-class pool.
+ *
+ * The heap layer does not know how marks are made: ph_free says when one is due (the
+ * quarantine passed its trigger), and its caller (modes/protect.c) runs it. */
+#ifndef OSCAR_PROTECT_HEAP_H
+#define OSCAR_PROTECT_HEAP_H
+#include "base/core.h"
+
+#define PH_PAGE_SHIFT 16
+#define PH_PAGE (1UL << PH_PAGE_SHIFT)
+#define PH_SMALL_MAX 32768UL
+#define PH_NUM_CLASSES 40
+#define PH_MAX_SLOTS (PH_PAGE / 16)
+#define PH_MAX_WORDS (PH_MAX_SLOTS / 64)
+
+/* Page kinds (descriptor). */
+enum ph_kind { PHK_UNUSED = 0, PHK_SMALL = 1, PHK_LARGE = 2, PHK_TAIL = 3, PHK_FREE_RUN = 4 };
+/* Slot states (low 3 bits of a slot word; the slack is above). Large objects keep theirs
+ * in the head page's descriptor. */
+enum ph_slot {
+    PHS_NEVER = 0,  /* never handed out */
+    PHS_LIVE = 1,
+    PHS_QUAR = 2,   /* freed, zeroed, waiting for a mark */
+    PHS_CAND = 3,   /* quarantined when the current mark stopped the world */
+    PHS_MARKED = 4, /* a pointer into it was found by the current mark */
+    PHS_FREED = 5,  /* proven unreferenced, released to its page */
+};
+#define PHS_MASK 7
+/* Page ownership (small pages). */
+enum ph_own { PHO_CURRENT = 0, PHO_POOLED = 1, PHO_FULL = 2 };
+
+struct ph_page {
+    _Atomic uint8_t kind;
+    uint8_t cls;
+    uint8_t freed_head; /* free run page that was a large object's head (double-free reports) */
+    uint8_t pad;
+    uint32_t slot_size; /* small: class size; large head: usable bytes */
+    uint32_t nslots, nwords;
+    uint32_t run;       /* large head / free-run head: pages; tail: distance to the head */
+    _Atomic uint32_t own;
+    _Atomic uint32_t lstate; /* large head: slot state */
+    uint32_t pad2;
+    uint64_t recip;          /* small: ceil(2^32 / slot_size) */
+    uint64_t large_size;     /* large head: requested bytes */
+    struct ph_page *next, *prev; /* pool or free-run list */
+};
+
+/* Per-page out-of-band block: bitmaps first (large classes touch only them), slot words. */
+struct ph_meta {
+    uint64_t local[PH_MAX_WORDS];             /* owner's free slots (not yet in its cache) */
+    _Atomic uint64_t released[PH_MAX_WORDS];  /* released by a mark, not yet harvested */
+    _Atomic uint16_t slot[PH_MAX_SLOTS];
+};
+
+struct ph_heap {
+    uintptr_t lo, hi;           /* the reservation */
+    struct ph_page *pages;      /* one descriptor per page of [lo, hi) */
+    struct ph_meta *meta;       /* one block per page */
+    uintptr_t meta_lo, meta_hi; /* every byte of metadata (not a root) */
+    _Atomic uintptr_t used_pages; /* pages ever handed out (descriptors to visit) */
+};
+extern struct ph_heap ph;
+
+static inline bool ph_contains(uintptr_t a) { return a - ph.lo < ph.hi - ph.lo; }
+static inline size_t ph_index(uintptr_t a) { return (a - ph.lo) >> PH_PAGE_SHIFT; }
+static inline uintptr_t ph_page_base(size_t i) { return ph.lo + (i << PH_PAGE_SHIFT); }
+static inline unsigned ph_slot_of(const struct ph_page *pg, uintptr_t off) {
+    return (unsigned)((off * pg->recip) >> 32);
+}
+
+/* Reserve the heap and its metadata. 0 or an errno. */
+int protect_heap_init(void);
+
+void *ph_malloc(size_t size);
+void *ph_aligned(size_t size, size_t align);
+void *ph_calloc(size_t size);
+void *ph_realloc(void *p, size_t size);
+/* who: enum report_caller. True: a mark is due (the caller runs it, from as shallow a stack
+ * as it can: the frames below it are roots). */
+bool ph_free(void *p, int who);
+size_t ph_usable_size(void *p, int caller);
+
+/* For the mark (scan/mark.c). */
+/* Release one slot (state already set to FREED by the caller) of a small page. */
+void ph_release_slots(size_t page, const uint64_t *bits, unsigned nwords);
+/* Release a large object whose head is page (state CAND): its run becomes free. */
+void ph_release_large(size_t page);
+/* Quarantine accounting after a mark: bytes released, bytes still referenced. */
+void ph_after_mark(uint64_t released_bytes, uint64_t held_bytes, uint64_t released_objects,
+                   uint64_t held_objects);
+/* Fold every thread's counters into stats (at exit and before a mark's figures). */
+void ph_fold_all(void);
+/* fork: take every heap lock / release them in the parent / in the child. */
+void ph_fork_prepare(void);
+void ph_fork_parent(void);
+void ph_fork_child(void);
+#endif

@@ -1,0 +1,79 @@
+/* protect: see protect.h. */
+#define _GNU_SOURCE
+#include "modes/protect.h"
+#include "base/options.h"
+#include "base/stats.h"
+#include "heap/protect_heap.h"
+#include "report/fault.h"
+#include "scan/mark.h"
+#include "scan/world.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+#pragma weak world_init
+
+int protect_mode_state;
+
+#define MODE_PROTECT 2 /* index of "protect" in OSCAR_MODE's choices (base/options.def) */
+
+bool protect_select(void) {
+    bool on = options_int(OPT_MODE) == MODE_PROTECT;
+    if (on) {
+        int err = protect_heap_init();
+        if (err)
+            report_fatal("protect mode: cannot reserve the heap (try a smaller "
+                         "OSCAR_PROTECT_HEAP_GIB)", err);
+        if (world_init && world_init() != 0)
+            report_fatal("protect mode: cannot set up stop-the-world", ENOMEM);
+        mark_init();
+        fault_init();
+        if (options_int(OPT_STATS_SIGNAL))
+            fault_init_stats_signal((int)options_int(OPT_STATS_SIGNAL));
+    }
+    __atomic_store_n(&protect_mode_state, on ? 2 : 1, __ATOMIC_RELEASE);
+    return on;
+}
+
+/* fork: no mark across it (first: a mark's release takes the heap's locks), then the heap's
+ * locks; the child keeps only the forking thread's cache. */
+static void fork_prepare(void) {
+    mark_fork_prepare();
+    ph_fork_prepare();
+}
+static void fork_parent(void) {
+    ph_fork_parent();
+    mark_fork_release();
+}
+static void fork_child(void) {
+    ph_fork_child();
+    mark_fork_release();
+    stats_add(STAT_FORKS, 1);
+}
+
+void protect_fork_init(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+void protect_fold_stats(void) { ph_fold_all(); }
+
+static void *or_enomem(void *p) {
+    if (unlikely(!p))
+        errno = ENOMEM;
+    return p;
+}
+
+void *protect_malloc(size_t size) { return or_enomem(ph_malloc(size)); }
+void *protect_calloc(size_t size) { return or_enomem(ph_calloc(size)); }
+void *protect_aligned(size_t size, size_t align) { return or_enomem(ph_aligned(size, align)); }
+void protect_free(void *p, enum report_caller who) {
+    if (p && unlikely(ph_free(p, (int)who)))
+        mark_run(); /* (here, not deeper: the frames above the mark are roots) */
+}
+void *protect_realloc(void *p, size_t size) {
+    if (!p)
+        return protect_malloc(size);
+    void *q = ph_realloc(p, size);
+    if (!q && size)
+        errno = ENOMEM;
+    return q;
+}
+size_t protect_usable_size(void *p) { return p ? ph_usable_size(p, CALL_USABLE_SIZE) : 0; }

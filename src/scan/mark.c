@@ -1,0 +1,451 @@
+/* mark: see mark.h.
+ *
+ * One pass, no work list: quarantined objects were zeroed when freed, so they hold no
+ * pointers and are never scanned; every live object is a root. Pass 1 (world stopped): roots,
+ * then every page: LIVE objects are scanned, QUAR ones become CAND (candidates); a word that
+ * points into a QUAR or CAND object makes it MARKED. Pass 2 (world running again): CAND
+ * objects become FREED and go back to their pages; MARKED ones go back to QUAR ("still
+ * referenced"). Objects freed during pass 2 are QUAR, not CAND: they wait for the next mark.
+ *
+ * Pass 1 takes no lock: a parked thread may hold any of them. It only reads descriptors
+ * published with release stores, and writes slot states no other thread writes while the
+ * world is stopped. */
+#define _GNU_SOURCE
+#include "scan/mark.h"
+#include "scan/roots.h"
+#include "scan/world.h"
+#include "base/fmt.h"
+#include "base/options.h"
+#include "base/stats.h"
+#include "heap/protect_heap.h"
+#include "os/os.h"
+
+#include <errno.h>
+
+/* The world and roots modules may be missing from a build: then no mark ever releases. */
+#pragma weak world_stop
+#pragma weak world_resume
+#pragma weak roots_for_each
+#pragma weak roots_read_guarded
+
+static atomic_int marking;
+
+#define PAUSE_RING 64
+static struct {
+    uint64_t pause_us[PAUSE_RING];
+    unsigned npauses;
+    uint64_t scanned; /* bytes read by the current mark */
+    /* OSCAR_DANGLING=report: where the word being scanned lies. */
+    bool dangling;
+    uintptr_t where;
+    enum root_kind kind;
+    const char *name;   /* root name, or NULL: a heap object */
+    uintptr_t obj, obj_size; /* the heap object being scanned */
+    unsigned printed;   /* lines printed by this mark */
+} ms;
+
+#define DANGLING_MAX_LINES 64 /* per mark */
+
+static const char *const kind_names[] = {"global", "stack", "registers", "alternate signal stack",
+                                         "thread-local storage", "mapping"};
+
+/* One line: the freed object [start, start+size) is still pointed to from ms.where. */
+static void dangling_line(uintptr_t start, size_t size, uintptr_t w) {
+    if (ms.printed++ >= DANGLING_MAX_LINES)
+        return;
+    char buf[768];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: dangling: freed ");
+    fmt_u64(&f, size);
+    fmt_str(&f, "-byte object [");
+    fmt_hex(&f, start);
+    fmt_char(&f, ',');
+    fmt_hex(&f, start + size);
+    fmt_str(&f, ") is still pointed to (");
+    fmt_hex(&f, w);
+    fmt_str(&f, ") from ");
+    fmt_hex(&f, ms.where);
+    if (ms.name) {
+        fmt_str(&f, " (");
+        fmt_str(&f, kind_names[ms.kind]);
+        fmt_str(&f, ": ");
+        fmt_str(&f, ms.name);
+        fmt_str(&f, ")\n");
+    } else {
+        fmt_str(&f, " (heap object [");
+        fmt_hex(&f, ms.obj);
+        fmt_char(&f, ',');
+        fmt_hex(&f, ms.obj + ms.obj_size);
+        fmt_str(&f, "), offset ");
+        fmt_u64(&f, ms.where - ms.obj);
+        fmt_str(&f, ")\n");
+    }
+    fmt_flush(&f, 2);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Pass 1: marking. */
+
+static inline void mark_slot(size_t i, unsigned s, uintptr_t w) {
+    _Atomic uint16_t *p = &ph.meta[i].slot[s];
+    uint16_t v = atomic_load_explicit(p, memory_order_relaxed);
+    unsigned st = v & PHS_MASK;
+    if (st == PHS_QUAR || st == PHS_CAND) {
+        atomic_store_explicit(p, (uint16_t)((v & ~PHS_MASK) | PHS_MARKED), memory_order_relaxed);
+        if (unlikely(ms.dangling)) {
+            size_t size = ph.pages[i].slot_size;
+            dangling_line(ph_page_base(i) + s * size, size, w);
+        }
+    }
+}
+
+/* Slot s of page i, when its object fills it (no slack): a pointer one past its end is the
+ * start of the next slot. (malloc_usable_size clears the slack: the whole slot is then the
+ * object's.) */
+static inline void mark_full_slot(size_t i, unsigned s, uintptr_t w) {
+    if ((atomic_load_explicit(&ph.meta[i].slot[s], memory_order_relaxed) >> 3) == 0)
+        mark_slot(i, s, w);
+}
+
+static void mark_large(size_t i, struct ph_page *pg, uintptr_t w) {
+    _Atomic uint32_t *st = &pg->lstate;
+    uint32_t v = atomic_load_explicit(st, memory_order_relaxed);
+    if (v == PHS_QUAR || v == PHS_CAND) {
+        atomic_store_explicit(st, PHS_MARKED, memory_order_relaxed);
+        if (unlikely(ms.dangling))
+            dangling_line(ph_page_base(i), pg->large_size, w);
+    }
+}
+
+/* w is the start of a slot or a page: the object that ends exactly there, if any. */
+static void mark_end(uintptr_t w) {
+    if (w == ph.lo)
+        return;
+    uintptr_t v = w - 1;
+    size_t i = ph_index(v);
+    struct ph_page *pg = &ph.pages[i];
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    uintptr_t off = v & (PH_PAGE - 1);
+    if (kind == PHK_SMALL) {
+        unsigned s = ph_slot_of(pg, off);
+        if (s < pg->nslots && (uintptr_t)(s + 1) * pg->slot_size == off + 1)
+            mark_full_slot(i, s, w);
+        return;
+    }
+    if (kind == PHK_TAIL) {
+        i -= pg->run;
+        pg = &ph.pages[i];
+        kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    }
+    if (kind == PHK_LARGE && w - ph_page_base(i) == pg->large_size)
+        mark_large(i, pg, w);
+}
+
+/* w is inside the heap: mark the quarantined object it points into, or one past the end of. */
+static void mark_addr(uintptr_t w) {
+    size_t i = ph_index(w);
+    struct ph_page *pg = &ph.pages[i];
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    uintptr_t off = w & (PH_PAGE - 1);
+    if (kind == PHK_SMALL) {
+        unsigned s = ph_slot_of(pg, off), n = pg->nslots;
+        if (s < n) {
+            mark_slot(i, s, w);
+            if (off == (uintptr_t)s * pg->slot_size)
+                mark_end(w);
+        } else if (off == (uintptr_t)n * pg->slot_size) {
+            mark_full_slot(i, n - 1, w);
+        }
+        return;
+    }
+    if (kind == PHK_TAIL) {
+        i -= pg->run;
+        pg = &ph.pages[i];
+        kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    } else if (off == 0) {
+        mark_end(w);
+    }
+    if (kind == PHK_LARGE && w - ph_page_base(i) <= pg->large_size)
+        mark_large(i, pg, w);
+}
+
+/* Every aligned word of [lo, hi). */
+static void scan(uintptr_t lo, uintptr_t hi) {
+    const uintptr_t *p = (const uintptr_t *)align_up(lo, sizeof(uintptr_t));
+    const uintptr_t *e = (const uintptr_t *)(hi & ~(sizeof(uintptr_t) - 1));
+    uintptr_t base = ph.lo, span = ph.hi - ph.lo;
+    if (p >= e)
+        return;
+    ms.scanned += (uintptr_t)e - (uintptr_t)p;
+    for (; p + 8 <= e; p += 8) {
+        __builtin_prefetch(p + 64);
+        for (int k = 0; k < 8; k++) {
+            uintptr_t w = p[k];
+            if (unlikely(w - base < span)) {
+                ms.where = (uintptr_t)&p[k];
+                mark_addr(w);
+            }
+        }
+    }
+    for (; p < e; p++) {
+        uintptr_t w = *p;
+        if (unlikely(w - base < span)) {
+            ms.where = (uintptr_t)p;
+            mark_addr(w);
+        }
+    }
+}
+
+static void scan_guarded(uintptr_t lo, uintptr_t hi, void *arg) {
+    (void)arg;
+    scan(lo, hi);
+}
+
+static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,
+                      void *arg) {
+    ms.kind = kind;
+    ms.name = name;
+    roots_read_guarded(scan_guarded, lo, hi, arg);
+}
+
+/* The heap: scan LIVE objects, turn QUAR into CAND. */
+static void scan_heap(size_t used) {
+    for (size_t i = 0; i < used; i++) {
+        struct ph_page *pg = &ph.pages[i];
+        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+        uintptr_t base = ph_page_base(i);
+        if (kind == PHK_SMALL) {
+            _Atomic uint16_t *slot = ph.meta[i].slot;
+            unsigned n = pg->nslots, size = pg->slot_size;
+            for (unsigned s = 0; s < n; s++) {
+                uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
+                unsigned st = v & PHS_MASK;
+                if (st == PHS_LIVE) {
+                    ms.obj = base + (uintptr_t)s * size;
+                    ms.obj_size = size;
+                    scan(ms.obj, ms.obj + size);
+                }
+                else if (st == PHS_QUAR)
+                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_CAND),
+                                          memory_order_relaxed);
+            }
+        } else if (kind == PHK_LARGE) {
+            uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
+            if (st == PHS_LIVE) {
+                ms.obj = base;
+                ms.obj_size = pg->large_size;
+                scan(base, base + align_up(pg->large_size, OSCAR_PAGE));
+            }
+            else if (st == PHS_QUAR)
+                atomic_store_explicit(&pg->lstate, PHS_CAND, memory_order_relaxed);
+            i += pg->run - 1;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Pass 2: release. */
+
+struct tally {
+    uint64_t released, held, released_objects, held_objects;
+};
+
+static void release_heap(size_t used, struct tally *t) {
+    uint64_t bits[PH_MAX_WORDS];
+    for (size_t i = 0; i < used; i++) {
+        struct ph_page *pg = &ph.pages[i];
+        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+        if (kind == PHK_SMALL) {
+            _Atomic uint16_t *slot = ph.meta[i].slot;
+            unsigned n = pg->nslots, size = pg->slot_size, nw = pg->nwords;
+            bool any = false;
+            for (unsigned w = 0; w < nw; w++)
+                bits[w] = 0;
+            for (unsigned s = 0; s < n; s++) {
+                uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
+                unsigned st = v & PHS_MASK;
+                if (st == PHS_CAND) {
+                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_FREED),
+                                          memory_order_relaxed);
+                    bits[s / 64] |= 1ULL << (s % 64);
+                    any = true;
+                    t->released += size;
+                    t->released_objects++;
+                } else if (st == PHS_MARKED) {
+                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
+                                          memory_order_relaxed);
+                    t->held += size;
+                    t->held_objects++;
+                }
+            }
+            if (any)
+                ph_release_slots(i, bits, nw);
+        } else if (kind == PHK_LARGE) {
+            uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
+            size_t run = pg->run, usable = align_up(pg->large_size, OSCAR_PAGE);
+            if (st == PHS_CAND) {
+                t->released += usable;
+                t->released_objects++;
+                ph_release_large(i);
+            } else if (st == PHS_MARKED) {
+                atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_relaxed);
+                t->held += usable;
+                t->held_objects++;
+            }
+            i += run - 1;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * A round. */
+
+static void note_pause(uint64_t us) {
+    ms.pause_us[ms.npauses++ % PAUSE_RING] = us;
+    unsigned n = ms.npauses < PAUSE_RING ? ms.npauses : PAUSE_RING;
+    uint64_t sorted[PAUSE_RING];
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t v = ms.pause_us[i];
+        unsigned j = i;
+        for (; j > 0 && sorted[j - 1] > v; j--)
+            sorted[j] = sorted[j - 1];
+        sorted[j] = v;
+    }
+    atomic_store_explicit(&oscar_stats[STAT_SCAN_PAUSE_US_MEDIAN], sorted[n / 2],
+                          memory_order_relaxed);
+    stats_raise_peak(STAT_SCAN_PAUSE_US_MAX, us);
+}
+
+static void warn_once(const char *why) {
+    static atomic_int warned;
+    if (atomic_exchange(&warned, 1))
+        return;
+    char buf[256];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: warning: protect mode cannot mark (");
+    fmt_str(&f, why);
+    fmt_str(&f, "): freed memory is not reused until a mark succeeds\n");
+    fmt_flush(&f, 2);
+}
+
+/* Pass 1 with the world stopped. saved: the marking thread's callee-saved registers, pushed
+ * by mark_run on its stack; the thread's own stack is a root from there up only (below lie
+ * the mark's own frames, whose stale slots would keep objects for nothing). */
+__attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
+    /* (Static, not on this stack: ph.lo is the address of the heap's first object.) */
+    static struct root_range ex[3];
+    ex[0] = (struct root_range){ph.lo, ph.hi};
+    ex[1] = (struct root_range){ph.meta_lo, ph.meta_hi};
+    ex[2] = (struct root_range){(uintptr_t)saved - (1UL << 20), (uintptr_t)saved};
+    int err = roots_for_each(scan_root, NULL, ex, 3);
+    if (err)
+        return err;
+    ms.name = NULL;
+    scan_heap(used);
+    return 0;
+}
+
+/* Undo pass 1's CAND states when the roots could not be read: nothing is released. */
+static void unmark(size_t used) {
+    for (size_t i = 0; i < used; i++) {
+        struct ph_page *pg = &ph.pages[i];
+        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+        if (kind == PHK_SMALL) {
+            _Atomic uint16_t *slot = ph.meta[i].slot;
+            for (unsigned s = 0; s < pg->nslots; s++) {
+                uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
+                unsigned st = v & PHS_MASK;
+                if (st == PHS_CAND || st == PHS_MARKED)
+                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
+                                          memory_order_relaxed);
+            }
+        } else if (kind == PHK_LARGE) {
+            uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
+            if (st == PHS_CAND || st == PHS_MARKED)
+                atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_relaxed);
+            i += pg->run - 1;
+        }
+    }
+}
+
+/* mark_run: push the callee-saved registers (the caller's values: the only copies of some
+ * pointers may be there), then mark_body(pointer to them). */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl mark_run\n"
+        ".hidden mark_run\n"
+        ".type mark_run, @function\n"
+        "mark_run:\n"
+        "\tpush %rbx\n"
+        "\tpush %rbp\n"
+        "\tpush %r12\n"
+        "\tpush %r13\n"
+        "\tpush %r14\n"
+        "\tpush %r15\n"
+        "\tmov %rsp, %rdi\n"
+        "\tsub $8, %rsp\n"
+        "\tcall mark_body\n"
+        "\tadd $8, %rsp\n"
+        "\tpop %r15\n"
+        "\tpop %r14\n"
+        "\tpop %r13\n"
+        "\tpop %r12\n"
+        "\tpop %rbp\n"
+        "\tpop %rbx\n"
+        "\tret\n"
+        ".size mark_run, .-mark_run\n");
+
+void mark_body(const uintptr_t *saved);
+__attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintptr_t *saved) {
+    if (atomic_exchange_explicit(&marking, 1, memory_order_acquire))
+        return;
+    if (!world_stop || !world_resume || !roots_for_each || !roots_read_guarded) {
+        warn_once("this build has no stop-the-world or roots module");
+        stats_add(STAT_SCAN_SKIPPED, 1);
+        atomic_store_explicit(&marking, 0, memory_order_release);
+        return;
+    }
+    uint64_t t0 = os_monotonic_ns();
+    int err = world_stop();
+    if (err) {
+        stats_add(STAT_SCAN_SKIPPED, 1);
+        atomic_store_explicit(&marking, 0, memory_order_release);
+        return;
+    }
+    size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
+    ms.scanned = 0;
+    ms.printed = 0;
+    err = mark_stopped(saved, used);
+    if (err)
+        unmark(used);
+    world_resume();
+    uint64_t t1 = os_monotonic_ns();
+    stats_add(STAT_SCAN_ROUNDS, 1);
+    stats_add(STAT_SCAN_BYTES, (int64_t)ms.scanned);
+    note_pause((t1 - t0) / 1000);
+    if (err) {
+        warn_once("cannot read the process's mappings");
+        stats_add(STAT_SCAN_SKIPPED, 1);
+        atomic_store_explicit(&marking, 0, memory_order_release);
+        return;
+    }
+    struct tally t = {0, 0, 0, 0};
+    release_heap(used, &t);
+    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects);
+    atomic_store_explicit(&marking, 0, memory_order_release);
+}
+
+void mark_init(void) {
+    ms.dangling = options_int(OPT_DANGLING) == 1;
+}
+
+void mark_fork_prepare(void) {
+    int expected = 0;
+    while (!atomic_compare_exchange_weak_explicit(&marking, &expected, 1, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+        expected = 0;
+        os_yield();
+    }
+}
+
+void mark_fork_release(void) { atomic_store_explicit(&marking, 0, memory_order_release); }

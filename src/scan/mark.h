@@ -1,0 +1,20 @@
+/* mark: protect mode's conservative mark. Stops the world (scan/world.h), visits every
+ * aligned word of every root (scan/roots.h) and of every live heap object, and keeps every
+ * quarantined object some word points into (interior and one-past-the-end count); then
+ * resumes the world and releases every other quarantined object to its page.
+ *
+ * A mark that cannot stop the world (a thread did not answer, no world module) releases
+ * nothing: a quarantined object is handed out again only after a complete mark. */
+#ifndef OSCAR_SCAN_MARK_H
+#define OSCAR_SCAN_MARK_H
+#include "base/core.h"
+
+/* Run one mark now (a try: returns at once if another thread is marking). The caller's stack
+ * from its own frame up, and its registers, are roots. */
+void mark_run(void);
+/* Reads the mark's settings. */
+void mark_init(void);
+/* fork: no mark runs across a fork. */
+void mark_fork_prepare(void);
+void mark_fork_release(void);
+#endif

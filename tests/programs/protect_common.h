@@ -1,0 +1,72 @@
+/* Helpers for the protect-mode root tests (tests/test_protect.py). Not a program itself.
+ *
+ * Each program holds a pointer to one freed object in one kind of root only, churns objects
+ * of the same size class while marks run (the test sets a tiny quarantine floor), and counts
+ * how often a new allocation is the freed object: "held_reused 0" is the claim. Then it drops
+ * the pointer, churns again, and counts again: "released_reused" > 0 shows the memory is
+ * handed out again (and that the check above could have failed). The program itself never
+ * keeps the freed address in plain sight: its own copies are XORed with MASK, so they are no
+ * pointers to a conservative mark. With the argument "control" the root is left empty:
+ * held_reused must then be > 0 too. */
+#ifndef OSCAR_PROTECT_COMMON_H
+#define OSCAR_PROTECT_COMMON_H
+#include "common.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define MASK ((uintptr_t)0x5a5a5a5a5a5a5a5aULL)
+#define OBJ_SIZE 48
+#define BATCH 64
+
+static int control;
+
+static inline void protect_test_init(int argc, char **argv) {
+    test_init();
+    for (int i = 1; i < argc; i++)
+        control |= strcmp(argv[i], "control") == 0;
+}
+
+/* A fresh object, returned masked (its raw address dies with this frame). */
+__attribute__((noinline)) static uintptr_t make_object(void) {
+    unsigned char *p = malloc(OBJ_SIZE);
+    memset(p, 0x11, OBJ_SIZE);
+    return (uintptr_t)p ^ MASK;
+}
+
+__attribute__((noinline)) static void free_object(uintptr_t masked) {
+    free((void *)(masked ^ MASK));
+}
+
+/* Overwrite the dead stack below the caller's frame (stale copies of raw addresses). */
+__attribute__((noinline)) static void clear_stack(void) {
+    volatile char buf[65536];
+    memset((char *)buf, 0, sizeof buf);
+}
+
+/* Allocate and free `rounds` batches of objects of the freed one's class; how many of the
+ * allocations were the freed object? */
+__attribute__((noinline)) static int churn(uintptr_t masked, int rounds) {
+    int hits = 0;
+    void *volatile batch[BATCH];
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < BATCH; i++) {
+            batch[i] = malloc(OBJ_SIZE);
+            if (((uintptr_t)batch[i] ^ MASK) == masked)
+                hits++;
+        }
+        for (int i = 0; i < BATCH; i++) {
+            free(batch[i]);
+            batch[i] = NULL;
+        }
+    }
+    return hits;
+}
+
+#define ROUNDS 400
+
+static inline void report(int held, int released) {
+    printf("held_reused %d\n", held);
+    printf("released_reused %d\n", released);
+}
+#endif

@@ -1,0 +1,19 @@
+/* Protect mode: a freed object is not handed out again while a global (bss) variable points
+ * to it; once the variable is cleared, it is. See protect_common.h. */
+#include "protect_common.h"
+
+static void *volatile hold;
+
+int main(int argc, char **argv) {
+    protect_test_init(argc, argv);
+    uintptr_t m = make_object();
+    if (!control)
+        hold = (void *)(m ^ MASK);
+    free_object(m);
+    clear_stack();
+    int held = churn(m, ROUNDS);
+    hold = NULL;
+    clear_stack();
+    report(held, churn(m, ROUNDS));
+    return 0;
+}
