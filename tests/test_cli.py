@@ -22,6 +22,8 @@ def option_rows():
         rows.append(dict(env=env, kind=kind, default=int(default), min=int(lo), max=int(hi),
                          choices=None if choices == "NULL" else choices.strip('"').split("|")))
     assert rows, "no rows in %s" % OPTIONS_DEF
+    count = len(re.findall(r"^\s*OSCAR_OPTION\(", OPTIONS_DEF.read_text(), re.M))
+    assert len(rows) == count, "%d of the %d rows of %s parsed here" % (len(rows), count, OPTIONS_DEF)
     return rows
 
 

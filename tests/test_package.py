@@ -41,6 +41,8 @@ def option_rows():
     rows = re.findall(r'OSCAR_OPTION\(\s*\w+,\s*"(OSCAR_\w+)",\s*(\w+),[^"]*?(NULL|"[^"]*"),',
                       OPTIONS_DEF.read_text())
     assert rows, "no rows in %s" % OPTIONS_DEF
+    count = len(re.findall(r"^\s*OSCAR_OPTION\(", OPTIONS_DEF.read_text(), re.M))
+    assert len(rows) == count, "%d of the %d rows of %s parsed here" % (len(rows), count, OPTIONS_DEF)
     return [(env, kind, None if ch == "NULL" else ch.strip('"').split("|")) for env, kind, ch in rows]
 
 

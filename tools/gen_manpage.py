@@ -144,7 +144,8 @@ def md_inline(text):
 def default_text(row):
     if row["kind"] == "STRING":
         return "unset"
-    if row["kind"] == "CHOICE":
+    if row["kind"] == "CHOICE" and isinstance(row["default"], int) \
+            and 0 <= row["default"] < len(row["choices"]):
         return row["choices"][row["default"]]
     return str(row["default"])
 
@@ -156,7 +157,7 @@ def values_text(row):
         return ", ".join(row["choices"])
     if row["kind"] == "BOOL":
         return "0 or 1"
-    return "%d to %d" % (row["min"], row["max"])
+    return "%s to %s" % (row["min"], row["max"])
 
 
 def options_section(rows):
