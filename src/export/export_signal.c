@@ -1,0 +1,284 @@
+/* export_signal: libc's signal calls, so that
+ *  - every way to install a handler for SIGSEGV/SIGBUS keeps Oscar's fault handler first
+ *    (sigaction, signal, bsd_signal, ssignal, sysv_signal, __sysv_signal, sigset, sigignore:
+ *    inside libc these call each other directly, so each one needs its own wrapper), and the
+ *    park signal's handler stays ours too (scan/world.c);
+ *  - the program can never block the park signal (scan/world.h): every call that sets a
+ *    thread's mask, or waits with a temporary one, gets it removed (sigprocmask,
+ *    pthread_sigmask, sigsuspend, sigwait, sigwaitinfo, sigtimedwait, sigblock, sigsetmask,
+ *    sighold, sigset(SIG_HOLD), sigpause, ppoll, pselect, epoll_pwait, epoll_pwait2), and
+ *    so does every handler's sa_mask. A thread that blocks it by a raw system call only makes
+ *    a stop time out (the caller skips its round).
+ *
+ * Calls that must stay cancellation points (sigsuspend, the waits, ppoll...) go on to
+ * libc's own function with the corrected mask: __sigsuspend by name, the others found once
+ * with dlsym(RTLD_NEXT). The others are done here with the system call, as libc does (glibc's
+ * pthread_sigmask also removes its two internal signals, 32 and 33: so do we). */
+#define _GNU_SOURCE
+#include "base/core.h"
+#include "os/os.h"
+#include "report/fault.h"
+#include "scan/world.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+extern int __sigsuspend(const sigset_t *set);
+
+/* The mask the program asked for, less the signals it may not block. */
+static const sigset_t *allowed(const sigset_t *set, sigset_t *copy) {
+    if (!set)
+        return NULL;
+    *copy = *set;
+    world_unblockable(copy);
+    sigdelset(copy, 32); /* glibc's SIGCANCEL and SIGSETXID (its pthread_sigmask does this) */
+    sigdelset(copy, 33);
+    return copy;
+}
+
+/* ---- Handlers */
+
+OSCAR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    struct sigaction copy;
+    if (act) {
+        copy = *act;
+        world_unblockable(&copy.sa_mask);
+        act = &copy;
+    }
+    if (sig == SIGSEGV || sig == SIGBUS) {
+        if (fault_program_sigaction(sig, act, old))
+            return 0;
+    } else if (sig == world_park_signal() && world_program_sigaction(act, old)) {
+        return 0;
+    }
+    return __sigaction(sig, act, old);
+}
+
+static sighandler_t install(int sig, sighandler_t handler, int flags, bool mask_self) {
+    struct sigaction act, old;
+    if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    memset(&act, 0, sizeof act);
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    if (mask_self)
+        sigaddset(&act.sa_mask, sig);
+    act.sa_flags = flags;
+    if (sigaction(sig, &act, &old) < 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+/* glibc's signal(): BSD semantics (handler stays, system calls restart). */
+OSCAR_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+    return install(sig, handler, SA_RESTART, true);
+}
+OSCAR_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) {
+    return install(sig, handler, SA_RESTART, true);
+}
+OSCAR_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) {
+    return install(sig, handler, SA_RESTART, true);
+}
+
+/* System V semantics: reset to the default on delivery, not blocked, no restart. */
+OSCAR_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
+    return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+OSCAR_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) {
+    return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+OSCAR_EXPORT int sigignore(int sig) {
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = SIG_IGN;
+    sigemptyset(&act.sa_mask);
+    return sigaction(sig, &act, NULL);
+}
+
+/* ---- Masks */
+
+OSCAR_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+    sigset_t copy;
+    return os_sigprocmask(how, allowed(set, &copy), old);
+}
+
+OSCAR_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    int err = pthread_sigmask(how, set, old);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+static int block_one(int how, int sig, sigset_t *old) {
+    sigset_t set;
+    if (sig <= 0 || sig >= NSIG) {
+        errno = EINVAL;
+        return -1;
+    }
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    return sigprocmask(how, &set, old);
+}
+
+OSCAR_EXPORT int sighold(int sig) { return block_one(SIG_BLOCK, sig, NULL); }
+OSCAR_EXPORT int sigrelse(int sig) { return block_one(SIG_UNBLOCK, sig, NULL); }
+
+OSCAR_EXPORT sighandler_t sigset(int sig, sighandler_t disp) {
+    sigset_t old;
+    struct sigaction act, oact;
+    if (disp == SIG_HOLD) {
+        if (block_one(SIG_BLOCK, sig, &old) < 0)
+            return SIG_ERR;
+        if (sigismember(&old, sig))
+            return SIG_HOLD;
+        if (sigaction(sig, NULL, &oact) < 0)
+            return SIG_ERR;
+        return oact.sa_handler;
+    }
+    if (disp == SIG_ERR || sig <= 0 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    memset(&act, 0, sizeof act);
+    act.sa_handler = disp;
+    sigemptyset(&act.sa_mask);
+    if (sigaction(sig, &act, &oact) < 0)
+        return SIG_ERR;
+    if (block_one(SIG_UNBLOCK, sig, &old) < 0)
+        return SIG_ERR;
+    return sigismember(&old, sig) ? SIG_HOLD : oact.sa_handler;
+}
+
+/* The old BSD masks: bit sig - 1 for signal sig, in an int. */
+static void from_bits(int bits, sigset_t *set) {
+    sigemptyset(set);
+    for (int s = 1; s <= 32; s++)
+        if (bits & (1u << (s - 1)))
+            sigaddset(set, s);
+}
+static int to_bits(const sigset_t *set) {
+    int bits = 0;
+    for (int s = 1; s <= 32; s++)
+        if (sigismember(set, s))
+            bits |= (int)(1u << (s - 1));
+    return bits;
+}
+
+OSCAR_EXPORT int sigblock(int mask) {
+    sigset_t set, old;
+    from_bits(mask, &set);
+    if (sigprocmask(SIG_BLOCK, &set, &old) < 0)
+        return -1;
+    return to_bits(&old);
+}
+
+OSCAR_EXPORT int sigsetmask(int mask) {
+    sigset_t set, old;
+    from_bits(mask, &set);
+    if (sigprocmask(SIG_SETMASK, &set, &old) < 0)
+        return -1;
+    return to_bits(&old);
+}
+
+/* ---- Waiting with a temporary mask */
+
+OSCAR_EXPORT int sigsuspend(const sigset_t *set) {
+    sigset_t copy;
+    return __sigsuspend(allowed(set, &copy));
+}
+
+/* sigpause(mask) (BSD), __xpg_sigpause(sig) (XPG: wait with sig unblocked), and __sigpause. */
+OSCAR_EXPORT int __sigpause(int sig_or_mask, int is_sig) {
+    sigset_t set;
+    if (is_sig) {
+        sigprocmask(SIG_BLOCK, NULL, &set);
+        sigdelset(&set, sig_or_mask);
+    } else {
+        from_bits(sig_or_mask, &set);
+    }
+    return sigsuspend(&set);
+}
+/* (signal.h renames sigpause to __xpg_sigpause under _GNU_SOURCE: name both by asm labels.) */
+OSCAR_EXPORT int bsd_sigpause(int mask) __asm__("sigpause");
+OSCAR_EXPORT int bsd_sigpause(int mask) { return __sigpause(mask, 0); }
+OSCAR_EXPORT int xpg_sigpause(int sig) __asm__("__xpg_sigpause");
+OSCAR_EXPORT int xpg_sigpause(int sig) { return __sigpause(sig, 1); }
+
+/* libc's own function, found once (NULL until found: dlsym may allocate, so not during
+ * Oscar's initialisation; these are not called that early). */
+static void *next(_Atomic(void *) *slot, const char *name) {
+    void *f = atomic_load_explicit(slot, memory_order_acquire);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        atomic_store_explicit(slot, f, memory_order_release);
+    }
+    return f;
+}
+#define NEXT(name)                                                                            \
+    static _Atomic(void *) name##_slot;                                                       \
+    __typeof__(name) *name##_fn = (__typeof__(name) *)next(&name##_slot, #name);              \
+    if (!name##_fn) {                                                                         \
+        errno = ENOSYS;                                                                       \
+        return -1;                                                                            \
+    }
+
+OSCAR_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
+                              const struct timespec *timeout) {
+    NEXT(sigtimedwait);
+    sigset_t copy;
+    return sigtimedwait_fn(allowed(set, &copy), info, timeout);
+}
+
+OSCAR_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
+    NEXT(sigwaitinfo);
+    sigset_t copy;
+    return sigwaitinfo_fn(allowed(set, &copy), info);
+}
+
+OSCAR_EXPORT int sigwait(const sigset_t *set, int *sig) {
+    static _Atomic(void *) slot;
+    int (*fn)(const sigset_t *, int *) = (int (*)(const sigset_t *, int *))next(&slot, "sigwait");
+    if (!fn)
+        return ENOSYS;
+    sigset_t copy;
+    return fn(allowed(set, &copy), sig);
+}
+
+OSCAR_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
+                       const sigset_t *mask) {
+    NEXT(ppoll);
+    sigset_t copy;
+    return ppoll_fn(fds, n, timeout, allowed(mask, &copy));
+}
+
+OSCAR_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
+                         const sigset_t *mask) {
+    NEXT(pselect);
+    sigset_t copy;
+    return pselect_fn(n, r, w, e, timeout, allowed(mask, &copy));
+}
+
+OSCAR_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max, int timeout,
+                             const sigset_t *mask) {
+    NEXT(epoll_pwait);
+    sigset_t copy;
+    return epoll_pwait_fn(epfd, events, max, timeout, allowed(mask, &copy));
+}
+
+OSCAR_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max,
+                              const struct timespec *timeout, const sigset_t *mask) {
+    NEXT(epoll_pwait2);
+    sigset_t copy;
+    return epoll_pwait2_fn(epfd, events, max, timeout, allowed(mask, &copy));
+}

@@ -1,0 +1,352 @@
+/* roots: see roots.h. /proc/self/maps parsing lives here too (maps.h).
+ *
+ * Which mappings are roots: readable and writable private ones (anonymous memory, [heap],
+ * [stack], the data and bss of every loaded object, thread stacks, TLS blocks), and shared
+ * anonymous memory (/dev/zero). Not roots: shared file mappings (the canonical heap's memfd
+ * among them), [vvar], [vsyscall], device mappings, and liboscar.so's own data and bss (Oscar's
+ * metadata: free lists and caches point at free objects, which must not keep them). The
+ * caller's exclude ranges (Oscar's other metadata, the protect heap) are cut out.
+ *
+ * Kinds: ROOT_GLOBAL for a loaded object's writable file mapping and the anonymous bss right
+ * after it (name: the object's path); ROOT_STACK for [stack] and each mapping that holds a
+ * parked thread's stack pointer, from that pointer (less the red zone) up; ROOT_REGISTERS for
+ * each parked thread's signal frame (its registers, vector ones included); ROOT_ALTSTACK for
+ * alternate signal stacks; ROOT_MAPPING for everything else. The caller's own stack is
+ * reported from its current stack pointer, with its callee-saved registers spilled below it.
+ * Static TLS lies in the thread stack mappings (glibc) or in an anonymous mapping (the main
+ * thread's): they are scanned as such, so ROOT_TLS is never reported on its own.
+ *
+ * Only resident pages are reported (mincore): a page never touched holds no pointer. */
+#define _GNU_SOURCE
+#include "scan/roots.h"
+#include "scan/maps.h"
+#include "scan/world.h"
+#include "os/os.h"
+#include "report/fault.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <string.h>
+
+/* ---- /proc/self/maps */
+
+static uint64_t hex(const char **p) {
+    uint64_t v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v * 16 + (uint64_t)(c - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+static uint64_t dec(const char **p) {
+    uint64_t v = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++)
+        v = v * 10 + (uint64_t)(**p - '0');
+    return v;
+}
+
+/* line: NUL-terminated, without its newline. */
+static bool parse_line(char *line, struct maps_line *m) {
+    const char *p = line;
+    m->lo = hex(&p);
+    if (*p++ != '-')
+        return false;
+    m->hi = hex(&p);
+    if (*p++ != ' ')
+        return false;
+    for (int i = 0; i < 4; i++)
+        m->perms[i] = *p ? *p++ : '-';
+    m->perms[4] = 0;
+    while (*p == ' ')
+        p++;
+    m->offset = hex(&p);
+    while (*p == ' ')
+        p++;
+    m->dev_major = (unsigned)hex(&p);
+    if (*p == ':')
+        p++;
+    m->dev_minor = (unsigned)hex(&p);
+    while (*p == ' ')
+        p++;
+    m->inode = dec(&p);
+    while (*p == ' ')
+        p++;
+    m->path = p;
+    return m->hi > m->lo;
+}
+
+int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *arg) {
+    long fd = os_open_read("/proc/self/maps");
+    if (fd < 0)
+        return (int)fd;
+    size_t have = 0;
+    int stop = 0;
+    bool eof = false;
+    while (!stop && !eof) {
+        long n = os_read((int)fd, buf + have, MAPS_BUF - 1 - have);
+        if (n < 0) {
+            os_close((int)fd);
+            return (int)n;
+        }
+        eof = n == 0;
+        have += (size_t)n;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while (!stop && ((nl = memchr(line, '\n', have - (size_t)(line - buf))) || eof)) {
+            if (!nl) {
+                if (line == buf + have)
+                    break;
+                nl = buf + have; /* last line without a newline */
+            }
+            *nl = 0;
+            struct maps_line m;
+            if (parse_line(line, &m))
+                stop = fn(&m, arg);
+            line = nl + 1;
+            if (line > buf + have)
+                line = buf + have;
+        }
+        /* Keep the partial last line for the next read. (A line longer than the buffer, a
+         * path of ~64 KiB, is dropped.) */
+        size_t rest = have - (size_t)(line - buf);
+        if (rest == MAPS_BUF - 1)
+            rest = 0;
+        memmove(buf, line, rest);
+        have = rest;
+    }
+    os_close((int)fd);
+    return 0;
+}
+
+struct stacks_arg {
+    struct world_thread *const *t;
+    size_t n;
+};
+
+static int find_stacks_line(const struct maps_line *m, void *argv) {
+    struct stacks_arg *a = argv;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->t[i]->sp >= m->lo && a->t[i]->sp < m->hi) {
+            a->t[i]->stack_lo = m->lo;
+            a->t[i]->stack_hi = m->hi;
+        }
+    return 0;
+}
+
+static char stacks_buf[MAPS_BUF];
+
+void maps_find_stacks(struct world_thread *const *t, size_t n) {
+    struct stacks_arg a = {t, n};
+    for (size_t i = 0; i < n; i++)
+        t[i]->stack_lo = t[i]->stack_hi = 0;
+    if (n)
+        maps_each(stacks_buf, find_stacks_line, &a);
+}
+
+/* ---- Roots */
+
+struct walk {
+    roots_fn fn;
+    void *arg;
+    const struct root_range *exclude;
+    size_t nexclude;
+    uintptr_t self_sp;           /* the caller's stack pointer */
+    uintptr_t own_lo, own_hi;    /* a static of liboscar.so: its mappings are not roots */
+    char own_path[256];          /* liboscar.so's path once seen */
+    char last_path[256];         /* the file of the previous mapping, if it ended at last_end */
+    uintptr_t last_end;
+    bool last_own;
+    char name[64];
+};
+
+static unsigned char mincore_vec[4096];
+
+/* Reports the resident pages of [lo, hi) (page-aligned), in runs. */
+static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind kind,
+                     const char *name) {
+    uintptr_t first = lo & ~(OSCAR_PAGE - 1);
+    while (first < hi) {
+        size_t pages = (align_up(hi, OSCAR_PAGE) - first) >> OSCAR_PAGE_SHIFT;
+        if (pages > sizeof mincore_vec)
+            pages = sizeof mincore_vec;
+        uintptr_t end = first + (pages << OSCAR_PAGE_SHIFT);
+        if (os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, mincore_vec) != 0) {
+            first = end; /* unmapped meanwhile: nothing to read */
+            continue;
+        }
+        for (size_t i = 0; i < pages;) {
+            if (!(mincore_vec[i] & 1)) {
+                i++;
+                continue;
+            }
+            size_t j = i + 1;
+            while (j < pages && (mincore_vec[j] & 1))
+                j++;
+            uintptr_t a = first + (i << OSCAR_PAGE_SHIFT), b = first + (j << OSCAR_PAGE_SHIFT);
+            if (a < lo)
+                a = lo;
+            if (b > hi)
+                b = hi;
+            if (a < b)
+                w->fn(a, b, kind, name, w->arg);
+            i = j;
+        }
+        first = end;
+    }
+}
+
+/* Cuts the exclude ranges out of [lo, hi), then reports what is left. */
+static void emit(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind kind,
+                 const char *name) {
+    for (size_t i = 0; i < w->nexclude && lo < hi; i++) {
+        uintptr_t xl = w->exclude[i].lo, xh = w->exclude[i].hi;
+        if (xh <= lo || xl >= hi)
+            continue;
+        if (xl > lo)
+            emit(w, lo, xl, kind, name); /* (the ranges before i were already cut from it) */
+        lo = xh;
+    }
+    if (lo < hi)
+        resident(w, lo, hi, kind, name);
+}
+
+static bool starts_with(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void copy_path(char *dst, const char *src) {
+    size_t n = strlen(src);
+    if (n > 255)
+        n = 255;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+static int root_line(const struct maps_line *m, void *argv) {
+    struct walk *w = argv;
+    bool file = m->path[0] == '/' && m->inode != 0;
+    bool follows_file = m->lo == w->last_end && m->path[0] == 0 && w->last_path[0];
+    bool own = (m->lo <= w->own_lo && w->own_lo < m->hi) ||
+               (file && w->own_path[0] && strcmp(m->path, w->own_path) == 0) ||
+               (follows_file && w->last_own);
+    if (own && file && !w->own_path[0])
+        copy_path(w->own_path, m->path);
+    /* Remember the object this mapping belongs to, for the anonymous bss after it. */
+    if (file) {
+        copy_path(w->last_path, m->path);
+        w->last_end = m->hi;
+        w->last_own = own;
+    } else if (follows_file) {
+        w->last_end = m->hi; /* (a second anonymous piece of the same bss) */
+    } else {
+        w->last_path[0] = 0;
+        w->last_own = false;
+    }
+    if (own || m->perms[0] != 'r' || m->perms[1] != 'w')
+        return 0;
+    if (m->perms[3] == 's' && !starts_with(m->path, "/dev/zero"))
+        return 0; /* shared file memory: the canonical heap, files, device memory */
+    if (m->path[0] == '[' && !starts_with(m->path, "[heap]") && !starts_with(m->path, "[stack") &&
+        !starts_with(m->path, "[anon"))
+        return 0; /* [vvar], [vsyscall], [vdso], [uprobes]... */
+    if (starts_with(m->path, "/dev/") && !starts_with(m->path, "/dev/zero"))
+        return 0;
+
+    /* A parked thread's stack: from its sp (less the red zone) up; its signal frame apart. */
+    bool stack = starts_with(m->path, "[stack");
+    uintptr_t from = m->lo;
+    size_t n = world_count();
+    for (size_t i = 0; i < n; i++) {
+        const struct world_thread *t = world_thread_at(i);
+        if (t->sp >= m->lo && t->sp < m->hi) {
+            stack = true;
+            from = t->sp - 128 > m->lo ? t->sp - 128 : m->lo;
+        }
+        if (t->regs_lo >= m->lo && t->regs_lo < m->hi)
+            emit(w, t->regs_lo, t->regs_hi < m->hi ? t->regs_hi : m->hi, ROOT_REGISTERS,
+                 "registers");
+        if (t->altstack_lo < m->hi && t->altstack_hi > m->lo) {
+            emit(w, t->altstack_lo > m->lo ? t->altstack_lo : m->lo,
+                 t->altstack_hi < m->hi ? t->altstack_hi : m->hi, ROOT_ALTSTACK, "altstack");
+            return 0; /* (an altstack in a mapping of its own: nothing else there) */
+        }
+    }
+    if (w->self_sp >= m->lo && w->self_sp < m->hi) {
+        stack = true;
+        from = w->self_sp;
+    }
+    if (stack) {
+        emit(w, from, m->hi, ROOT_STACK, m->path[0] ? m->path : "thread stack");
+        return 0;
+    }
+    if (file)
+        emit(w, m->lo, m->hi, ROOT_GLOBAL, m->path);
+    else if (follows_file)
+        emit(w, m->lo, m->hi, ROOT_GLOBAL, w->last_path);
+    else
+        emit(w, m->lo, m->hi, ROOT_MAPPING, m->path[0] ? m->path : "anonymous");
+    return 0;
+}
+
+static char roots_buf[MAPS_BUF];
+/* In liboscar.so's .data (initialised): finds our own writable mappings. */
+static volatile uintptr_t own_marker = 1;
+static struct walk walk_state; /* (the world is stopped: one walk at a time) */
+
+__attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
+                                             const struct root_range *exclude,
+                                             size_t nexclude) {
+    /* Spill the callee-saved registers into this frame, below the caller's: they may hold
+     * the only copy of a pointer, and the caller's stack is reported from here up. */
+    __builtin_unwind_init();
+    jmp_buf regs;
+    setjmp(regs);
+    struct walk *w = &walk_state;
+    memset(w, 0, sizeof *w);
+    w->fn = fn;
+    w->arg = arg;
+    w->exclude = exclude;
+    w->nexclude = nexclude;
+    w->self_sp = (uintptr_t)&regs;
+    w->own_lo = (uintptr_t)&own_marker;
+    int err = maps_each(roots_buf, root_line, w);
+    __asm__ volatile("" : : "r"(&regs) : "memory");
+    return err;
+}
+
+/* ---- Guarded reads */
+
+static __thread sigjmp_buf *guard __attribute__((tls_model("initial-exec")));
+static atomic_bool hook_set;
+
+static void recover(void) {
+    sigjmp_buf *jb = guard;
+    if (jb) {
+        guard = NULL;
+        siglongjmp(*jb, 1);
+    }
+}
+
+int roots_read_guarded(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), uintptr_t lo,
+                       uintptr_t hi, void *arg) {
+    if (!atomic_load_explicit(&hook_set, memory_order_acquire)) {
+        fault_set_recover_hook(recover);
+        atomic_store(&hook_set, true);
+    }
+    sigjmp_buf jb;
+    /* No mask saved: the fault handler blocks nothing (SA_NODEFER, empty mask), so the mask
+     * after the jump is the one before the read, without a system call per range. */
+    if (sigsetjmp(jb, 0))
+        return -EFAULT;
+    guard = &jb;
+    __asm__ volatile("" ::: "memory");
+    fn(lo, hi, arg);
+    __asm__ volatile("" ::: "memory");
+    guard = NULL;
+    return 0;
+}

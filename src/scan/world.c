@@ -1,0 +1,359 @@
+/* world: see world.h.
+ *
+ * The park signal is SIGPWR (as Boehm GC's on Linux): programs rarely use it, and it is a
+ * standard signal, so a second request pending while a thread is parked merges with the first.
+ * A program that installs its own SIGPWR handler keeps ours in front (export/export_signal.c
+ * records theirs here); a SIGPWR that is not one of our requests goes on to the program's
+ * handler, or takes the default action when it came from another process.
+ *
+ * A stop, step by step (world_stop):
+ *   1. take the world lock; a new epoch; mark "stopping";
+ *   2. list /proc/self/task (getdents64 into a static buffer: no allocation) and send the park
+ *      signal (tgkill) to every thread not yet asked in this epoch;
+ *   3. wait on a futex until every thread asked has parked or is gone (tgkill(tid, 0) says
+ *      ESRCH: it exited meanwhile, maybe with every signal blocked, as glibc's thread exit does);
+ *   4. list the threads again: a thread created by one not yet parked appears now; go back to 2
+ *      until a listing finds no new thread. Once every thread is parked no new one can appear.
+ * A thread that neither parks nor exits before the timeout (1 s) makes the stop fail: the
+ * parked ones are released and world_stop returns -ETIMEDOUT. Its request may still arrive
+ * later: the handler then finds no stop in progress and lets it pass.
+ *
+ * The handler (SA_SIGINFO | SA_RESTART | SA_ONSTACK) records the interrupted stack pointer, the
+ * extent of the signal frame (the ucontext and the FPU/vector state the kernel saved beside it:
+ * the registers of the thread, which may hold the only pointer to an object) and the thread's
+ * alternate signal stack, then waits on the resume futex. A thread blocked in a system call is
+ * parked too: the signal interrupts the call, which SA_RESTART restarts after the resume. errno
+ * is saved and restored.
+ *
+ * Locks: the world lock ("world" in base/lock.h) is taken by world_stop and released by
+ * world_resume. While the world is stopped the caller must not take any lock a parked thread
+ * may hold (so fork and the mark take the allocator locks they need BEFORE world_stop: the
+ * world lock ranks after them). The handler takes no lock. */
+#define _GNU_SOURCE
+#include "scan/world.h"
+#include "scan/maps.h"
+#include "os/os.h"
+#include "report/fault.h"
+
+#include <errno.h>
+#include <string.h>
+#include <ucontext.h>
+
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+#define WORLD_MAX 32768           /* threads parked at once (a stop with more fails) */
+#define WORLD_HASH (2 * WORLD_MAX) /* tid -> slot, open addressing */
+#define WORLD_TIMEOUT_NS 1000000000ull
+
+enum { SLOT_ASKED, SLOT_PARKED, SLOT_GONE };
+
+struct slot {
+    _Atomic int state; /* SLOT_*: written by the parked thread (PARKED) or the stopper */
+    struct world_thread t;
+};
+
+/* All of world's state. The stopper writes it under the world lock; the handler reads the
+ * table and writes only its own slot. */
+static struct {
+    oscar_lock lock;
+    int sig;                   /* the park signal */
+    atomic_bool ready;         /* world_init done */
+    _Atomic uint32_t epoch;    /* stops so far */
+    _Atomic uint32_t resumed;  /* futex: == epoch once the parked threads may go */
+    _Atomic uint32_t nparked;  /* futex: parked in this epoch */
+    atomic_bool stopping;
+    atomic_bool stacks_known;  /* stack_lo/hi filled in (lazily, world_thread_at) */
+    struct slot *slots;        /* [WORLD_MAX] */
+    _Atomic int32_t *hash;     /* [WORLD_HASH]: slot index + 1, or 0 */
+    size_t n;                  /* slots used in this epoch */
+    struct world_thread **parked; /* [WORLD_MAX]: the parked ones, for world_thread_at */
+    size_t nparked_list;
+    struct sigaction program;  /* what the program believes is installed for sig */
+    char dents[32768];         /* getdents64 buffer (stopper only) */
+} W = {.lock = OSCAR_LOCK_INIT(WORLD), .sig = SIGPWR};
+
+static size_t hash_of(int32_t tid) { return ((uint32_t)tid * 2654435761u) % WORLD_HASH; }
+
+static struct slot *lookup(int32_t tid) {
+    for (size_t h = hash_of(tid), i = 0; i < WORLD_HASH; i++, h = (h + 1) % WORLD_HASH) {
+        int32_t v = atomic_load_explicit(&W.hash[h], memory_order_acquire);
+        if (v == 0)
+            return NULL;
+        if (W.slots[v - 1].t.tid == tid)
+            return &W.slots[v - 1];
+    }
+    return NULL;
+}
+
+/* Adds tid (stopper only). NULL when the table is full. */
+static struct slot *add(int32_t tid) {
+    if (W.n >= WORLD_MAX)
+        return NULL;
+    struct slot *s = &W.slots[W.n];
+    memset(&s->t, 0, sizeof s->t);
+    s->t.tid = tid;
+    atomic_store_explicit(&s->state, SLOT_ASKED, memory_order_relaxed);
+    size_t h = hash_of(tid);
+    while (atomic_load_explicit(&W.hash[h], memory_order_relaxed))
+        h = (h + 1) % WORLD_HASH;
+    atomic_store_explicit(&W.hash[h], (int32_t)++W.n, memory_order_release);
+    return s;
+}
+
+static void clear_table(void) {
+    for (size_t i = 0; i < W.n; i++) {
+        size_t h = hash_of(W.slots[i].t.tid);
+        while (atomic_load_explicit(&W.hash[h], memory_order_relaxed) != (int32_t)(i + 1))
+            h = (h + 1) % WORLD_HASH;
+        atomic_store_explicit(&W.hash[h], 0, memory_order_relaxed);
+    }
+    /* (Entries removed out of probe order would break lookups of later ones, but the whole
+     * table is emptied here, before any lookup of the new epoch.) */
+    W.n = 0;
+}
+
+/* The end of the signal frame's saved state: the ucontext, and past it the FPU/vector state
+ * (its size is in the software-reserved bytes of the legacy area when the magic is there). */
+static uintptr_t frame_end(ucontext_t *uc) {
+    uintptr_t end = (uintptr_t)(uc + 1);
+    uintptr_t fp = (uintptr_t)uc->uc_mcontext.fpregs;
+    if (fp) {
+        const uint32_t *sw = (const uint32_t *)(fp + 464); /* struct _fpx_sw_bytes */
+        uintptr_t fend = fp + (sw[0] == 0x46505853u /* FP_XSTATE_MAGIC1 */ ? sw[1] : 512);
+        if (fend > end)
+            end = fend;
+    }
+    return end;
+}
+
+/* A park signal that is not one of our requests. */
+static void pass_on(int sig, siginfo_t *si, void *uc) {
+    struct sigaction act = W.program;
+    bool custom = (act.sa_flags & SA_SIGINFO) ? act.sa_sigaction != NULL
+                                             : act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
+    if (custom) {
+        fault_call_handler(&act, sig, si, uc);
+        return;
+    }
+    if (act.sa_handler == SIG_IGN && !(act.sa_flags & SA_SIGINFO))
+        return;
+    /* SIG_DFL. Our own late requests (a stop that timed out) are dropped; one from another
+     * process, or raised by the program, gets the default action (termination). */
+    if (si->si_code == SI_TKILL && si->si_pid == os_getpid() && atomic_load(&W.epoch) != 0)
+        return;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    __sigaction(sig, &dfl, NULL);
+    os_tgkill(os_getpid(), os_gettid(), sig); /* pending until this handler returns */
+}
+
+static void on_park(int sig, siginfo_t *si, void *ucv) {
+    int saved = errno;
+    struct slot *s = NULL;
+    uint32_t epoch = atomic_load_explicit(&W.epoch, memory_order_acquire);
+    if (atomic_load_explicit(&W.stopping, memory_order_acquire))
+        s = lookup((int32_t)os_gettid());
+    if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_ASKED) {
+        /* A tgkill of ours carries our pid and SI_TKILL; a stray one of an earlier stop that
+         * timed out is dropped (pass_on), anything else goes to the program. */
+        pass_on(sig, si, ucv);
+        errno = saved;
+        return;
+    }
+    ucontext_t *uc = ucv;
+    s->t.sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    s->t.regs_lo = (uintptr_t)uc;
+    s->t.regs_hi = frame_end(uc);
+    stack_t ss;
+    if (os_sigaltstack_get(&ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size) {
+        s->t.altstack_lo = (uintptr_t)ss.ss_sp;
+        s->t.altstack_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
+    }
+    atomic_store_explicit(&s->state, SLOT_PARKED, memory_order_release);
+    atomic_fetch_add_explicit(&W.nparked, 1, memory_order_acq_rel);
+    os_futex_wake(&W.nparked, 1);
+    /* From here on, s belongs to the stopper again: touch nothing of W but the futex. */
+    uint32_t r;
+    while ((r = atomic_load_explicit(&W.resumed, memory_order_acquire)) != epoch)
+        os_futex_wait(&W.resumed, r, 0);
+    errno = saved;
+}
+
+int world_init(void) {
+    if (atomic_load(&W.ready))
+        return 0;
+    oscar_lock_acquire(&W.lock);
+    if (atomic_load(&W.ready)) {
+        oscar_lock_release(&W.lock);
+        return 0;
+    }
+    int err = 0;
+    size_t bytes = WORLD_MAX * sizeof(struct slot) + WORLD_HASH * sizeof(int32_t) +
+                   WORLD_MAX * sizeof(struct world_thread *);
+    char *m = os_alloc_meta(bytes, &err);
+    if (m) {
+        W.slots = (struct slot *)m;
+        W.hash = (_Atomic int32_t *)(m + WORLD_MAX * sizeof(struct slot));
+        W.parked = (struct world_thread **)(m + WORLD_MAX * sizeof(struct slot) +
+                                            WORLD_HASH * sizeof(int32_t));
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_park;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        if (__sigaction(W.sig, &sa, &W.program) != 0)
+            err = errno;
+        else
+            atomic_store(&W.ready, true);
+    }
+    oscar_lock_release(&W.lock);
+    return -err;
+}
+
+int world_park_signal(void) { return W.sig; }
+
+void world_unblockable(sigset_t *set) {
+    if (set)
+        sigdelset(set, W.sig);
+}
+
+int world_program_sigaction(const struct sigaction *act, struct sigaction *old) {
+    /* (Not under the world lock: a parked thread may be the one calling. A torn read of
+     * W.program by a concurrent pass_on is the same race the kernel has with sigaction.) */
+    if (!atomic_load(&W.ready))
+        return 0;
+    if (old)
+        *old = W.program;
+    if (act) {
+        W.program = *act;
+        world_unblockable(&W.program.sa_mask);
+    }
+    return 1;
+}
+
+/* Lists /proc/self/task and asks every thread not asked yet in this epoch. Returns how many
+ * were new, or -errno. */
+static long ask_new(int dirfd, int pid, long self) {
+    long fresh = 0;
+    if (os_lseek_start(dirfd) < 0)
+        return -EIO;
+    for (;;) {
+        long n = os_getdents(dirfd, W.dents, sizeof W.dents);
+        if (n < 0)
+            return n;
+        if (n == 0)
+            return fresh;
+        for (long off = 0; off < n;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(W.dents + off);
+            off += d->reclen;
+            long tid = 0;
+            const char *c = d->name;
+            if (*c < '0' || *c > '9')
+                continue;
+            for (; *c >= '0' && *c <= '9'; c++)
+                tid = tid * 10 + (*c - '0');
+            if (tid == self || lookup((int32_t)tid))
+                continue;
+            struct slot *s = add((int32_t)tid);
+            if (!s)
+                return -EAGAIN;
+            fresh++;
+            if (os_tgkill(pid, tid, W.sig) == ESRCH)
+                atomic_store(&s->state, SLOT_GONE);
+        }
+    }
+}
+
+/* Waits until every asked thread has parked or gone. 0, or -ETIMEDOUT at the deadline. */
+static int wait_parked(int pid, uint64_t deadline) {
+    for (;;) {
+        size_t waiting = 0;
+        uint32_t seen = atomic_load_explicit(&W.nparked, memory_order_acquire);
+        for (size_t i = 0; i < W.n; i++)
+            waiting += atomic_load_explicit(&W.slots[i].state, memory_order_acquire) == SLOT_ASKED;
+        if (!waiting)
+            return 0;
+        if (os_futex_wait(&W.nparked, seen, 2000000) == ETIMEDOUT) {
+            /* Slow to answer: has any of them exited (maybe with every signal blocked)? */
+            for (size_t i = 0; i < W.n; i++) {
+                struct slot *s = &W.slots[i];
+                if (atomic_load(&s->state) == SLOT_ASKED && os_tgkill(pid, s->t.tid, 0) == ESRCH) {
+                    int expected = SLOT_ASKED;
+                    atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE);
+                }
+            }
+            if (os_monotonic_ns() > deadline)
+                return -ETIMEDOUT;
+        }
+    }
+}
+
+static void release_parked(uint32_t epoch) {
+    atomic_store_explicit(&W.stopping, false, memory_order_release);
+    atomic_store_explicit(&W.resumed, epoch, memory_order_release);
+    os_futex_wake(&W.resumed, 0x7fffffff);
+}
+
+int world_stop(void) {
+    if (!atomic_load(&W.ready))
+        return -ENOSYS;
+    oscar_lock_acquire(&W.lock);
+    int pid = os_getpid();
+    long self = os_gettid();
+    clear_table();
+    W.nparked_list = 0;
+    atomic_store(&W.stacks_known, false);
+    atomic_store(&W.nparked, 0);
+    uint32_t epoch = atomic_fetch_add(&W.epoch, 1) + 1;
+    atomic_store_explicit(&W.stopping, true, memory_order_release);
+    uint64_t deadline = os_monotonic_ns() + WORLD_TIMEOUT_NS;
+    long dirfd = os_open_dir("/proc/self/task");
+    long err = dirfd < 0 ? dirfd : 0;
+    while (!err) {
+        long fresh = ask_new((int)dirfd, pid, self);
+        if (fresh < 0) {
+            err = fresh;
+            break;
+        }
+        if ((err = wait_parked(pid, deadline)) != 0)
+            break;
+        if (fresh == 0)
+            break; /* every thread parked, and none appeared since the last listing */
+    }
+    if (dirfd >= 0)
+        os_close((int)dirfd);
+    if (err) {
+        release_parked(epoch);
+        oscar_lock_release(&W.lock);
+        return (int)err;
+    }
+    for (size_t i = 0; i < W.n; i++)
+        if (atomic_load(&W.slots[i].state) == SLOT_PARKED)
+            W.parked[W.nparked_list++] = &W.slots[i].t;
+    return 0;
+}
+
+size_t world_count(void) { return W.nparked_list; }
+
+const struct world_thread *world_thread_at(size_t i) {
+    if (i >= W.nparked_list)
+        return NULL;
+    if (!atomic_load(&W.stacks_known)) {
+        maps_find_stacks(W.parked, W.nparked_list);
+        atomic_store(&W.stacks_known, true);
+    }
+    return W.parked[i];
+}
+
+void world_resume(void) {
+    release_parked(atomic_load(&W.epoch));
+    W.nparked_list = 0;
+    oscar_lock_release(&W.lock);
+}

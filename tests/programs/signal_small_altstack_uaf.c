@@ -1,0 +1,40 @@
+/* Issue 18, defect 11: the program handles SIGSEGV on a 4 KiB alternate signal stack (a
+ * handler installed with SA_ONSTACK) with an inaccessible page right below it, then uses a
+ * freed object: Oscar's whole report must still come (its work does not fit in what the
+ * kernel's signal frame leaves of 4 KiB), and nothing below the alternate stack may be
+ * touched. Under glibc the program's handler runs and exits 3. */
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "common.h"
+
+static void handler(int sig) {
+    (void)sig;
+    static const char msg[] = "PROGRAM HANDLER RAN\n";
+    write(1, msg, sizeof msg - 1);
+    _exit(3);
+}
+
+int main(void) {
+    test_init();
+    /* [no access][4 KiB alternate stack] */
+    unsigned char *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mprotect(m, 4096, PROT_NONE);
+    stack_t ss = {.ss_sp = m + 4096, .ss_size = 4096, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0) {
+        printf("FAIL sigaltstack\n");
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, NULL);
+    int *p = malloc(64);
+    print_ptr("ptr", p);
+    free(p);
+    print_ptr("access", p + 3);
+    int v = p[3];
+    printf("NOT REACHED %d\n", v);
+    return 0;
+}
