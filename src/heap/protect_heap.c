@@ -215,6 +215,10 @@ static size_t run_take(struct ph_page *h, size_t n) {
     h->cls = 0;
     if (len > 1)
         ph.pages[i + len - 1].cls = 0;
+    /* The pages taken are no free run any more (before the rest is inserted: it must not
+     * merge them back; nor may a release next to them before the caller sets their kind). */
+    for (size_t j = i; j < i + n; j++)
+        atomic_store_explicit(&ph.pages[j].kind, PHK_UNUSED, memory_order_relaxed);
     if (len > n)
         run_insert(i + n, len - n);
     return i;
