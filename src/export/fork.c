@@ -36,8 +36,6 @@
 #include "heap/thread.h"
 
 #include "scan/world.h"
-#include "base/fmt.h"
-#include <stdlib.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -52,6 +50,69 @@ static int child_fd = -1;
 static int copy_err;
 static bool world_stopped;
 
+/* The handshake with the child. Until the child has remapped its heap onto the copy, its
+ * shadows are still the parent's memfd; and glibc's fork walks every FILE in the child (it
+ * resets their locks) BEFORE the atfork child handlers run. So the parent keeps its other
+ * threads parked until the child says it is done: a word in a shared anonymous page (one per
+ * process: a child makes its own for its own forks). 0: not yet started, else the child's
+ * pid, with DONE set once it is done. The parent gives up waiting when the child has not
+ * reached its handler within a second (a failed fork, or a child that died in glibc) or
+ * when the child has exited. Failed forks are told apart by errno: zeroed in prepare, set
+ * only by a failure. */
+struct fork_sync {
+    _Atomic uint32_t word;
+};
+#define SYNC_DONE 0x80000000u
+static struct fork_sync *sync_page;
+static int saved_errno;
+
+static void sync_prepare(void) {
+    if (!sync_page) {
+        int err;
+        sync_page = os_map_shared_anon(OSCAR_PAGE, &err);
+    }
+    if (sync_page)
+        atomic_store(&sync_page->word, 0);
+    saved_errno = errno;
+    errno = 0;
+}
+
+static void sync_child_started(void) {
+    if (sync_page) {
+        atomic_store(&sync_page->word, (uint32_t)os_getpid());
+        os_futex_wake_shared(&sync_page->word, 1);
+    }
+}
+
+static void sync_child_done(void) {
+    if (sync_page) {
+        atomic_store(&sync_page->word, (uint32_t)os_getpid() | SYNC_DONE);
+        os_futex_wake_shared(&sync_page->word, 1);
+        os_unmap(sync_page, OSCAR_PAGE); /* (the parent's, shared: ours comes at our fork) */
+        sync_page = NULL;
+    }
+    errno = saved_errno;
+}
+
+static void sync_wait_child(void) {
+    bool failed = errno != 0;
+    if (!failed)
+        errno = saved_errno;
+    if (!sync_page || failed)
+        return;
+    uint64_t start = os_monotonic_ns();
+    for (;;) {
+        uint32_t w = atomic_load(&sync_page->word);
+        if (w & SYNC_DONE)
+            return;
+        if (w == 0 && os_monotonic_ns() - start > 1000000000u)
+            return;
+        if (w != 0 && os_child_gone((int)w))
+            return;
+        os_futex_wait_shared(&sync_page->word, w, 10000000);
+    }
+}
+
 static void prepare(void) {
     _IO_list_lock();
     views_fork_prepare(); /* first: its operations in flight may take the locks below */
@@ -60,13 +121,13 @@ static void prepare(void) {
     deferred_lock();
     keep_lock();
     reclaim_lock();
-    int wr = world_stop();
-    world_stopped = wr == 0;
-    if (getenv("WDEBUG")) { char b[64]; struct fmt f = FMT_INIT(b); fmt_str(&f, "stop "); fmt_i64(&f, wr); fmt_str(&f, " n="); fmt_u64(&f, world_count()); fmt_str(&f, "\n"); fmt_flush(&f, 2); }
+    world_stopped = world_stop() == 0;
+    sync_prepare();
     copy_err = canon_copy_for_child(&child_fd);
 }
 
 static void parent(void) {
+    sync_wait_child();
     if (world_stopped)
         world_resume();
     world_stopped = false;
@@ -111,6 +172,7 @@ static void reguard(uintptr_t p, uintptr_t q) {
 
 /* libc_fork: glibc's fork reset stdio's list lock in the child (_Fork and clone did not). */
 static void child_common(bool libc_fork) {
+    sync_child_started();
     if (world_stopped)
         world_resume(); /* (the parked threads are not in the child: this frees the lock) */
     world_stopped = false;
@@ -152,6 +214,7 @@ static void child_common(bool libc_fork) {
     thread_unlock_registry();
     if (!libc_fork)
         _IO_list_unlock();
+    sync_child_done();
 }
 
 static void child(void) { child_common(true); }

@@ -447,3 +447,28 @@ int os_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
 int os_mincore(void *addr, size_t len, unsigned char *vec) {
     return err_of(sys6(SYS_mincore, (long)addr, (long)len, (long)vec, 0, 0, 0));
 }
+
+/* Futexes on memory shared between processes (fork.c's handshake with the child). */
+int os_futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns) {
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+    return err_of(sys6(SYS_futex, (long)word, 0 /* FUTEX_WAIT */, expected,
+                       timeout_ns ? (long)&ts : 0, 0, 0));
+}
+
+void os_futex_wake_shared(_Atomic uint32_t *word, int n) {
+    sys6(SYS_futex, (long)word, 1 /* FUTEX_WAKE */, n, 0, 0, 0);
+}
+
+void *os_map_shared_anon(size_t len, int *err) {
+    return mmap_raw(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0, err);
+}
+
+bool os_child_gone(int pid) {
+    if (sys6(SYS_kill, pid, 0, 0, 0, 0, 0) == -ESRCH)
+        return true; /* reaped (or SIGCHLD ignored) */
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    /* waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) */
+    long r = sys6(SYS_waitid, 1, pid, (long)&info, 4 | 1 | 0x01000000, 0, 0);
+    return r == 0 && info.si_pid == pid; /* a zombie: exited, not reaped yet */
+}

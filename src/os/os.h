@@ -121,4 +121,11 @@ int os_sigaltstack_get(stack_t *ss);
 /* rt_sigprocmask as is: no signal removed from set (the caller does that). */
 int os_sigprocmask(int how, const sigset_t *set, sigset_t *old);
 int os_mincore(void *addr, size_t len, unsigned char *vec);
+/* The same futex calls on memory shared between processes. */
+int os_futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+void os_futex_wake_shared(_Atomic uint32_t *word, int n);
+/* A shared anonymous mapping (seen by the children forked after it). */
+void *os_map_shared_anon(size_t len, int *err);
+/* Has child pid exited (a zombie, or reaped)? The child is not reaped. */
+bool os_child_gone(int pid);
 #endif

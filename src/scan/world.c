@@ -62,6 +62,7 @@ static struct {
     _Atomic uint32_t resumed;  /* futex: == epoch once the parked threads may go */
     _Atomic uint32_t nparked;  /* futex: parked in this epoch */
     atomic_bool stopping;
+    _Atomic uint32_t failed_stops; /* stops that gave up: their requests may come late */
     atomic_bool stacks_known;  /* stack_lo/hi filled in (lazily, world_thread_at) */
     struct slot *slots;        /* [WORLD_MAX] */
     _Atomic int32_t *hash;     /* [WORLD_HASH]: slot index + 1, or 0 */
@@ -137,9 +138,11 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
     }
     if (act.sa_handler == SIG_IGN && !(act.sa_flags & SA_SIGINFO))
         return;
-    /* SIG_DFL. Our own late requests (a stop that timed out) are dropped; one from another
-     * process, or raised by the program, gets the default action (termination). */
-    if (si->si_code == SI_TKILL && si->si_pid == os_getpid() && atomic_load(&W.epoch) != 0)
+    /* SIG_DFL. Our own late requests (after a stop that gave up) are dropped; one from
+     * another process, or raised by the program, gets the default action (termination).
+     * (After a stop gave up, a raise() of the park signal by the program looks the same as a
+     * late request: it is dropped too.) */
+    if (si->si_code == SI_TKILL && si->si_pid == os_getpid() && atomic_load(&W.failed_stops))
         return;
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -330,6 +333,7 @@ int world_stop(void) {
     if (dirfd >= 0)
         os_close((int)dirfd);
     if (err) {
+        atomic_fetch_add(&W.failed_stops, 1);
         release_parked(epoch);
         oscar_lock_release(&W.lock);
         return (int)err;
