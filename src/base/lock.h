@@ -17,7 +17,6 @@
 #define OSCAR_LOCK_RANKS(X)                                                                   \
     X(INIT, "init", "the allocator's initialisation (modes/alloc.c)")                         \
     X(VIEWS_INIT, "views-init", "the custom-allocator API's lazy set-up (heap/views.c)")       \
-    X(WORLD, "world", "stop-the-world, held from world_stop to world_resume (scan/world.c)")  \
     X(THREAD_REGISTRY, "thread-registry", "live and free thread caches (heap/thread.c)")       \
     X(FALLBACK_CACHE, "fallback-cache", "the cache of threads without one (heap/thread.c)")   \
     X(CLASS_POOL, "class-pool", "spans with free slots, one lock per size class (mem/canon.c)") \
@@ -27,6 +26,9 @@
     X(KEEP, "keep", "pages of freed large objects kept for reuse (heap/keep.c)")                \
     X(RECLAIM, "reclaim", "the reclaim sweep, a try-lock (heap/reclaim.c)")                    \
     X(PROTECT, "protect", "protect mode's shared page and quarantine lists (heap/protect_*)")  \
+    X(WORLD, "world", "stop-the-world, from world_stop to world_resume (scan/world.c): after  \
+                      every allocator lock, which fork and the mark take first, so no parked \
+                      thread holds one")                                                    \
     X(SIGNAL_HANDLERS, "signal-handlers", "the program's SIGSEGV/SIGBUS handlers (report/fault.c)")
 
 enum lock_rank {
