@@ -55,7 +55,9 @@ def _run_both(suite, build):
             runs[mode] = fn(mode, items, jobs=2, cache=CACHE, lib=LIB, base_env=base,
                             preload_interpreters=PRELOAD_INTERPRETERS and mode == "oscar")
     except suites.Unavailable as e:
-        pytest.skip(str(e))
+        # One line: the reason, and the last line of a failed command's output.
+        lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+        pytest.skip(" ".join(lines[:1] + lines[1:][-1:]))
     out = io.StringIO()
     rows = suites.report(runs["glibc"], runs["oscar"], known, out=out)
     text = out.getvalue()
