@@ -1,6 +1,7 @@
 /* lock: see lock.h. The debug build keeps, per thread, the locks it holds (rank and address)
  * and refuses an acquisition that breaks the rank order. */
 #include "base/lock.h"
+#include "base/messages.h"
 #include "base/fmt.h"
 #include <stdlib.h>
 
@@ -26,7 +27,7 @@ __attribute__((noreturn)) static void lock_fail(const char *why, const oscar_loc
                                                 const oscar_lock *other) {
     char buf[512];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: internal error: lock order: ");
+    msg_start(&f, MSG_LOCK_ORDER);
     fmt_str(&f, why);
     fmt_str(&f, ": taking '");
     fmt_str(&f, oscar_lock_name(l->rank));
@@ -44,7 +45,7 @@ __attribute__((noreturn)) static void lock_fail(const char *why, const oscar_loc
 __attribute__((noreturn)) void oscar_assert_failed(const char *what, const char *file, int line) {
     char buf[512];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: internal error: assertion failed: ");
+    msg_start(&f, MSG_ASSERTION);
     fmt_str(&f, what);
     fmt_str(&f, " (");
     fmt_str(&f, file);

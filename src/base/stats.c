@@ -1,5 +1,6 @@
 /* stats: see stats.h. */
 #include "base/stats.h"
+#include "base/messages.h"
 #include "base/fmt.h"
 #include "base/options.h"
 #include "os/os.h"
@@ -99,7 +100,7 @@ void stats_emit(void) {
         fmt_path_with_pid(path, name, sizeof name);
         int fd;
         if (os_open_write(name, &fd) != 0) {
-            fmt_str(&f, "oscar: warning: cannot write OSCAR_STATS_FILE ");
+            msg_start(&f, MSG_STATS_FILE);
             fmt_str(&f, name);
             fmt_char(&f, '\n');
             fmt_flush(&f, 2);

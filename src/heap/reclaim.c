@@ -1,5 +1,6 @@
 /* reclaim: see reclaim.h. */
 #include "heap/reclaim.h"
+#include "base/messages.h"
 #include "heap/views.h"
 #include "base/fmt.h"
 #include "os/os.h"
@@ -230,13 +231,12 @@ static bool recyclable(size_t i) {
 }
 
 /* One warning line, once per flag: "oscar: warning: <what> (N GiB): <then>". */
-static void warn_once(atomic_int *warned, const char *what, const char *then) {
+static void warn_once(atomic_int *warned, enum msg_id what, const char *then) {
     if (atomic_exchange(warned, 1))
         return;
     char buf[512];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: ");
-    fmt_str(&f, what);
+    msg_start(&f, what);
     fmt_str(&f, " (");
     fmt_u64(&f, (oscar_region.end - oscar_region.base) >> 30);
     fmt_str(&f, " GiB): ");
@@ -319,11 +319,11 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
     }
     reclaim_unlock();
     if (a)
-        warn_once(&warned_recycling, "the shadow address space is used up",
+        warn_once(&warned_recycling, MSG_REGION_USED_UP,
                   "addresses of objects freed long ago are handed out again, so a pointer left "
                   "dangling since then may reach a new object");
     else if (atomic_load(&short_of_addresses))
-        warn_once(&warned_short, "live objects fill the shadow address space",
+        warn_once(&warned_short, MSG_REGION_FULL,
                   "new small objects now share shadow pages (a use after free is caught once "
                   "its page is empty)");
     return a;

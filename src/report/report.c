@@ -1,5 +1,6 @@
 /* report: see report.h. */
 #include "report/report.h"
+#include "base/messages.h"
 #include "base/fmt.h"
 #include "base/options.h"
 #include "os/os.h"
@@ -117,7 +118,7 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
     enum page_kind api_kind = o.state == OBJ_LIVE || o.state == OBJ_FREED ? entry_kind(o.entry)
                                                                           : PK_NONE;
     if (api_kind == PK_ARENA || api_kind == PK_VIEW) {
-        fmt_str(&f, "oscar: invalid-free on address ");
+        msg_start(&f, api_kind == PK_VIEW ? MSG_FREE_VIEW : MSG_FREE_ARENA);
         fmt_hex(&f, addr);
         fmt_str(&f, api_kind == PK_VIEW ? " (a custom-allocator view: revoke it with "
                                           "oscar_view_revoke)"
@@ -137,35 +138,35 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
     case OBJ_FREED:
     case OBJ_DEFERRED:
         if (at_start) {
-            fmt_str(&f, "oscar: double-free on address ");
+            msg_start(&f, MSG_DOUBLE_FREE);
             fmt_hex(&f, addr);
         } else {
-            fmt_str(&f, "oscar: invalid-free on address ");
+            msg_start(&f, MSG_FREE_INTERIOR);
             fmt_hex(&f, addr);
             fmt_str(&f, " (interior pointer)");
         }
         break;
     case OBJ_LIVE:
-        fmt_str(&f, "oscar: invalid-free on address ");
+        msg_start(&f, MSG_FREE_INTERIOR);
         fmt_hex(&f, addr);
         fmt_str(&f, " (interior pointer)");
         break;
     case OBJ_NEVER:
-        fmt_str(&f, "oscar: invalid-free on address ");
+        msg_start(&f, MSG_FREE_NEVER_ALLOCATED);
         fmt_hex(&f, addr);
         fmt_str(&f, " (never allocated)");
         break;
     case OBJ_POISON:
-        fmt_str(&f, "oscar: invalid-free on address ");
+        msg_start(&f, MSG_FREE_POISON);
         fmt_hex(&f, addr);
         fmt_str(&f, " (pointer read from a freed object)");
         break;
     case OBJ_RECLAIMED:
-        fmt_str(&f, "oscar: double-free on address ");
+        msg_start(&f, MSG_DOUBLE_FREE);
         fmt_hex(&f, addr);
         break;
     case OBJ_NOT_OURS:
-        fmt_str(&f, "oscar: invalid-free on address ");
+        msg_start(&f, MSG_FREE_NOT_OURS);
         fmt_hex(&f, addr);
         fmt_str(&f, " (not allocated by oscar)");
         break;
@@ -200,8 +201,7 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     char buf[1024];
     struct fmt f = FMT_INIT(buf);
     int fd = report_fd();
-    fmt_str(&f, o.state != OBJ_NEVER ? "oscar: heap-use-after-free on address "
-                                     : "oscar: wild-access on address ");
+    msg_start(&f, o.state != OBJ_NEVER ? MSG_USE_AFTER_FREE : MSG_WILD_ACCESS);
     fmt_hex(&f, addr);
     fmt_str(&f, write ? " (WRITE)\n" : " (READ)\n");
     if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_VIEW) {
@@ -240,7 +240,7 @@ void report_api_error(const char *fn, uintptr_t addr, const char *code, const ch
     char buf[1024];
     struct fmt f = FMT_INIT(buf);
     int fd = report_fd();
-    fmt_str(&f, "oscar: api-error: ");
+    msg_start(&f, MSG_API_ERROR);
     fmt_str(&f, fn);
     fmt_char(&f, '(');
     fmt_hex(&f, addr);
@@ -264,7 +264,7 @@ void report_api_error(const char *fn, uintptr_t addr, const char *code, const ch
 void report_fatal(const char *what, int err) {
     char buf[512];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: fatal: ");
+    msg_start(&f, MSG_FATAL);
     fmt_str(&f, what);
     fmt_str(&f, " (errno ");
     fmt_i64(&f, err);
