@@ -10,6 +10,8 @@ a cycle.
 
     python3 tools/layers.py            # figures and violations
     python3 tools/layers.py --json     # the same as JSON
+    python3 tools/layers.py --at REV   # include figures of an older tree (git), e.g. one
+                                       # from before src/ had layers: files, arrows, cycles
 """
 import json
 import re
@@ -130,7 +132,53 @@ def analyse():
     }
 
 
+def figures_at(rev):
+    """Files, include arrows and include cycles of src/ at a git revision (any layout)."""
+    import subprocess
+    names = subprocess.run(["git", "-C", str(REPO), "ls-tree", "-r", "--name-only", rev, "src"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    names = [n for n in names if n.endswith((".c", ".h", ".def"))]
+    by_base = {}
+    for n in names:
+        by_base.setdefault(n.split("/")[-1], n)
+    graph, arrows, lines = {}, 0, 0
+    for n in names:
+        text = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{n}"],
+                              capture_output=True, text=True, check=True).stdout
+        lines += text.count("\n")
+        graph.setdefault(n, set())
+        for inc in INCLUDE.findall(text):
+            target = "src/" + inc if "src/" + inc in names else by_base.get(inc.split("/")[-1])
+            if target and target != n:
+                graph[n].add(target)
+                arrows += 1
+    cyc = cycles(graph)
+    # Modules: a .c and its .h are one (what calls between files amount to).
+    mod = lambda n: n.rsplit(".", 1)[0]
+    mgraph = {}
+    for a, tos in graph.items():
+        mgraph.setdefault(mod(a), set()).update(mod(b) for b in tos if mod(b) != mod(a))
+    mcyc = cycles(mgraph)
+    # Arrows that point up under today's layers (each file placed by its name today).
+    order = layer_order()
+    today = {p.name: p.relative_to(SRC).parts[0] for p in sources() if len(p.relative_to(SRC).parts) > 1}
+    rank = {l: i for i, l in enumerate(order)}
+    up = sum(1 for a, tos in graph.items() for b in tos
+             if a.split("/")[-1] in today and b.split("/")[-1] in today
+             and rank[today[b.split("/")[-1]]] > rank[today[a.split("/")[-1]]])
+    print(f"at {rev}: module cycles {len(mcyc)} (largest {max((len(c) for c in mcyc), default=0)} "
+          f"modules of {len(mgraph)}), include arrows that point up under today's layers {up}")
+    print(f"at {rev}: files {len([n for n in names if not n.endswith('.def')])}, lines {lines}, "
+          f"folders {len({n.rsplit('/', 1)[0] for n in names})}, include arrows {arrows}, "
+          f"include cycles {len(cyc)} (largest {max((len(c) for c in cyc), default=0)} files)")
+    for c in cyc:
+        print("  ", " ".join(c))
+
+
 def main():
+    if "--at" in sys.argv:
+        figures_at(sys.argv[sys.argv.index("--at") + 1])
+        return
     r = analyse()
     if "--json" in sys.argv:
         print(json.dumps(r, indent=2))
