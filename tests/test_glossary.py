@@ -45,3 +45,12 @@ def test_every_declared_type_is_in_the_glossary():
                                    header.read_text(), re.M))
     missing = sorted(declared - listed)
     assert not missing, f"types missing from the glossary in src/base/core.h: {missing}"
+
+
+def test_every_page_kind_is_in_the_architecture_doc():
+    table = (SRC / "mem" / "page_kinds.def").read_text()
+    names = re.findall(r'^PAGE_KIND\(\w+, \d+, "([a-z-]+)"', table, re.M)
+    assert len(names) >= 10
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    missing = [n for n in names if not re.search(r"\b" + re.escape(n) + r"\b", doc)]
+    assert not missing, f"page kinds missing from docs/architecture.md: {missing}"

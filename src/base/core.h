@@ -61,7 +61,8 @@
  *
  * Types (where declared)
  *   oscar_api_v1 (base/api_abi.h), fmt (base/fmt.h), lock_rank (base/lock.h),
- *   option_id (base/options.h), stat_id (base/stats.h), os_call_kind (os/os.h),
+ *   option_id (base/options.h), stat_id (base/stats.h), msg_id (base/messages.h),
+ *   os_call_kind (os/os.h),
  *   region, region_hooks, page_kind (mem/region.h), span, span_state, canon (mem/canon.h),
  *   page_view (mem/mapview.h), object_info, object_state, report_caller (report/report.h),
  *   obj_record (report/stack.h), thread_cache, thread_state, class_cache, retire_queue
