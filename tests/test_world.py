@@ -1,7 +1,7 @@
 """Stop-the-world (scan/world.c) and the signal shapes of issue 18.
 
 fork parks every other thread while the heap is copied (defect 2), so the world programs run
-forks: threads blocked in read(), spinning, with every signal blocked, on an alternate signal
+forks (in protect mode, whose heap the kernel copies, they check that fork keeps working): threads blocked in read(), spinning, with every signal blocked, on an alternate signal
 stack, and threads exiting during the stops, must all be parked and resumed (no hang, output
 identical to glibc's). clone() without CLONE_VM and _Fork() are forks too (defect 8). Then
 the signal defects: raise(SIGSEGV) kills (9), every way to install a SIGSEGV handler keeps the
@@ -16,12 +16,13 @@ import pytest
 from conftest import SLOW_TIMEOUT, assert_report, assert_same_output, hexaddr, location_line, \
     parse_values
 
-MODES = ["strict", "fast"]
+MODES = ["strict", "fast", "protect"]
+STRICT = {"OSCAR_MODE": "strict"}  # the reports below are strict mode's
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("program", ["world_thread_shapes", "fork_clone_nocvm",
-                                     "signal_park_handler"])
+                                     "signal_park_handler", "fork_stdio_lock"])
 def test_same_output_as_glibc(runner, program, mode):
     expected = runner.glibc(program)
     assert expected.stdout.endswith("OK\n"), expected.describe()
@@ -67,7 +68,7 @@ def test_raise_ignored_sigsegv_is_ignored(runner):
                                  "ssignal", "sigignore"])
 def test_every_way_to_install_a_segv_handler_keeps_the_report(runner, how):
     """Defect 10."""
-    res = runner.oscar("signal_sigset_then_uaf", how)
+    res = runner.oscar("signal_sigset_then_uaf", how, env=STRICT)
     v = parse_values(res.stdout)
     assert "PROGRAM HANDLER RAN" not in res.stdout, res.describe()
     assert_report(res, signal.SIGSEGV,
@@ -77,7 +78,7 @@ def test_every_way_to_install_a_segv_handler_keeps_the_report(runner, how):
 
 def test_small_alternate_signal_stack_gets_the_whole_report(runner):
     """Defect 11: a 4 KiB sigaltstack with an inaccessible page under it."""
-    res = runner.oscar("signal_small_altstack_uaf")
+    res = runner.oscar("signal_small_altstack_uaf", env=STRICT)
     v = parse_values(res.stdout)
     report = assert_report(res, signal.SIGSEGV,
                            re.escape("oscar: heap-use-after-free on address %s (READ)"

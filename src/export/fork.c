@@ -42,6 +42,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 extern void _IO_list_lock(void);
 extern void _IO_list_unlock(void);
@@ -49,6 +50,7 @@ extern void _IO_list_unlock(void);
 static int child_fd = -1;
 static int copy_err;
 static bool world_stopped;
+static bool registered; /* fork_init ran: these handlers are the mode's (not protect mode's) */
 
 /* The handshake with the child. Until the child has remapped its heap onto the copy, its
  * shadows are still the parent's memfd; and glibc's fork walks every FILE in the child (it
@@ -113,6 +115,46 @@ static void sync_wait_child(void) {
     }
 }
 
+/* glibc's fork resets the lock of every FILE in the child, before the atfork child handlers
+ * run: for a FILE allocated by the program, through the shadow the child still shares with
+ * us. A parked thread holding that lock (inside fprintf, say) would find it zeroed when
+ * resumed, and leave it taken forever. So the locks are saved while the world is stopped and
+ * put back once the child has moved onto its copy. (Only FILEs on glibc's list, only locks in
+ * our heap's region, at most SAVED_LOCKS of them.) */
+extern FILE *_IO_iter_begin(void);
+extern FILE *_IO_iter_end(void);
+extern FILE *_IO_iter_next(FILE *it);
+extern FILE *_IO_iter_file(FILE *it);
+#define SAVED_LOCKS 256
+static struct {
+    uint64_t *at;
+    uint64_t word[2]; /* glibc's _IO_lock_t: lock, count, owner */
+} saved_locks[SAVED_LOCKS];
+static size_t nsaved_locks;
+
+static void save_stdio_locks(void) {
+    nsaved_locks = 0;
+    for (FILE *it = _IO_iter_begin(); it != _IO_iter_end() && nsaved_locks < SAVED_LOCKS;
+         it = _IO_iter_next(it)) {
+        FILE *fp = _IO_iter_file(it);
+        uint64_t *lock = (uint64_t *)fp->_lock;
+        if ((fp->_flags & _IO_USER_LOCK) || !lock || !region_contains((uintptr_t)lock))
+            continue;
+        saved_locks[nsaved_locks].at = lock;
+        saved_locks[nsaved_locks].word[0] = lock[0];
+        saved_locks[nsaved_locks].word[1] = lock[1];
+        nsaved_locks++;
+    }
+}
+
+static void restore_stdio_locks(void) {
+    for (size_t i = 0; i < nsaved_locks; i++) {
+        saved_locks[i].at[0] = saved_locks[i].word[0];
+        saved_locks[i].at[1] = saved_locks[i].word[1];
+    }
+    nsaved_locks = 0;
+}
+
 static void prepare(void) {
     _IO_list_lock();
     views_fork_prepare(); /* first: its operations in flight may take the locks below */
@@ -122,12 +164,14 @@ static void prepare(void) {
     keep_lock();
     reclaim_lock();
     world_stopped = world_stop() == 0;
+    save_stdio_locks();
     sync_prepare();
     copy_err = canon_copy_for_child(&child_fd);
 }
 
 static void parent(void) {
     sync_wait_child();
+    restore_stdio_locks();
     if (world_stopped)
         world_resume();
     world_stopped = false;
@@ -220,6 +264,7 @@ static void child_common(bool libc_fork) {
 static void child(void) { child_common(true); }
 
 void fork_init(void) {
+    registered = true;
     world_init();
     pthread_atfork(prepare, parent, child);
 }
@@ -241,6 +286,8 @@ OSCAR_EXPORT pid_t _Fork(void) {
         errno = ENOSYS;
         return -1;
     }
+    if (!registered) /* protect mode: its heap is private memory, copied by the kernel */
+        return fn();
     prepare();
     pid_t pid = fn();
     if (pid == 0)
@@ -276,7 +323,9 @@ OSCAR_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...
         errno = ENOSYS;
         return -1;
     }
-    if (flags & CLONE_VM) /* threads, vfork, posix_spawn: the memory is shared, not copied */
+    /* Threads, vfork, posix_spawn: the memory is shared, not copied. Protect mode: its heap
+     * is private memory, copied by the kernel. */
+    if ((flags & CLONE_VM) || !registered)
         return real(fn, stack, flags, arg, ptid, tls, ctid);
     struct clone_start start = {fn, arg};
     prepare();
