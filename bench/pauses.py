@@ -56,8 +56,8 @@ def sweep(progs, ready, clean_env, timeout, rejected=None, quick=False, smoke=Fa
             if r.status != "ok":
                 tail = r.stderr_tail.strip()
                 row["note"] = tail.splitlines()[-1][:160] if tail else ""
-            for key in ("scan_rounds", "scan_pause_us_median", "scan_pause_us_max",
-                        "scan_bytes", "scan_still_referenced"):
+            for key in ("scan_rounds", "scan_skipped", "scan_pause_us_median",
+                        "scan_pause_us_max", "scan_bytes", "scan_still_referenced"):
                 if key in r.oscar:
                     row[key] = r.oscar[key]
             if row.get("scan_rounds") and row.get("scan_bytes"):
@@ -78,7 +78,7 @@ def _ms(us):
     return "-" if us is None else "%.1f" % (us / 1000.0)
 
 
-COLUMNS = ["allocator", "live_mib", "status", "time_s", "mem_mib", "scan_rounds",
+COLUMNS = ["allocator", "live_mib", "status", "time_s", "mem_mib", "scan_rounds", "scan_skipped",
            "scan_pause_us_median", "scan_pause_us_max", "scan_bytes", "scan_mib_per_round",
            "scan_gib_per_s", "scan_still_referenced", "note"]
 

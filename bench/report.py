@@ -13,8 +13,8 @@ COLUMNS = ["workload", "allocator", "status", "runs", "time_s", "time_ratio", "m
            # where syscalls_per_1k_allocs comes from for the other allocators (strace)
            "syscalls_source",
            # stops of the world (Oscar's protect mode counters, MarkUs's log)
-           "scan_rounds", "scan_pause_us_median", "scan_pause_us_max", "scan_bytes",
-           "scan_mib_per_round", "scan_still_referenced"]
+           "scan_rounds", "scan_skipped", "scan_pause_us_median", "scan_pause_us_max",
+           "scan_bytes", "scan_mib_per_round", "scan_still_referenced", "peak_quarantined_bytes"]
 
 
 def server_workloads(rows_list, workloads):

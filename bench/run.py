@@ -196,8 +196,8 @@ def aggregate(workload, allocator, results, baseline, kind=None):
     return row
 
 
-SCAN_KEYS = ["scan_rounds", "scan_pause_us_median", "scan_pause_us_max", "scan_bytes",
-             "scan_still_referenced"]
+SCAN_KEYS = ["scan_rounds", "scan_skipped", "scan_pause_us_median", "scan_pause_us_max",
+             "scan_bytes", "scan_still_referenced", "peak_quarantined_bytes"]
 
 
 def count_peer_syscalls(rows, workloads, commands, ready, work, timeout):

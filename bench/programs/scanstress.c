@@ -75,8 +75,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "scanstress: the ring is broken\n");
         return 1;
     }
-    for (long i = 0; i < count; i++)
+    /* no freed node stays listed: a marking allocator would find it referenced */
+    for (long i = 0; i < count; i++) {
         free(table[i]);
+        table[i] = NULL;
+    }
     free(table);
     bench_report(sum, allocations);
     return 0;
