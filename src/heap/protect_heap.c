@@ -138,15 +138,17 @@ int protect_heap_init(void) {
     size_t desc = align_up(npages * sizeof(struct ph_page), OSCAR_PAGE);
     size_t meta = npages * sizeof(struct ph_meta);
     size_t tcs = 64UL << 20;
-    char *m = os_alloc_meta(desc + meta + tcs, &err);
+    size_t cand = bytes / (16 * 8);
+    char *m = os_alloc_meta(desc + meta + tcs + 2 * cand, &err);
     if (!m)
         return err;
     ph.pages = (struct ph_page *)m;
     ph.meta = (struct ph_meta *)(m + desc);
     ph.meta_lo = (uintptr_t)m;
-    ph.meta_hi = (uintptr_t)m + desc + meta + tcs;
+    ph.meta_hi = (uintptr_t)m + desc + meta + tcs + 2 * cand;
     tc_next = (uintptr_t)m + desc + meta;
-    tc_end = ph.meta_hi;
+    tc_end = tc_next + tcs;
+    ph.cand = (_Atomic uint64_t *)tc_end; /* 2 * cand bytes: see protect_heap.h */
     trigger_floor = (int64_t)options_int(OPT_QUARANTINE_FLOOR_KIB) << 10;
     trigger_share = options_int(OPT_QUARANTINE_SHARE);
     fold_at = trigger_floor < (64 << 10) ? (trigger_floor > 0 ? trigger_floor : 1) : (64 << 10);

@@ -84,6 +84,43 @@ static void dangling_line(uintptr_t start, size_t size, uintptr_t w) {
 }
 
 /* ---------------------------------------------------------------------------------------
+ * The filter: a bit per 16-byte granule of the heap, set for every candidate's granules
+ * (dense and small: 1/128 of the heap; the lookups of a pointer into a live object, the
+ * common case, stop at one bit). */
+
+static inline size_t granule(uintptr_t a) { return (a - ph.lo) >> 4; }
+static inline bool cand_bit(size_t g) {
+    return (atomic_load_explicit(&ph.cand[g / 64 * 2], memory_order_relaxed) >> (g % 64)) & 1;
+}
+static inline bool end_bit(size_t g) {
+    return (atomic_load_explicit(&ph.cand[g / 64 * 2 + 1], memory_order_relaxed) >> (g % 64)) &
+           1;
+}
+/* The end bit of a candidate [a, a + len) whose object fills it: set or cleared. */
+static inline void end_mark(uintptr_t a, size_t len, bool set) {
+    size_t g = granule(a + len);
+    if (a + len >= ph.hi)
+        return;
+    uint64_t v = atomic_load_explicit(&ph.cand[g / 64 * 2 + 1], memory_order_relaxed);
+    uint64_t m = 1ULL << (g % 64);
+    atomic_store_explicit(&ph.cand[g / 64 * 2 + 1], set ? v | m : v & ~m, memory_order_relaxed);
+}
+
+/* Set (or clear) the bits of [a, a + len), len a multiple of 16. Pass 1 (world stopped) sets
+ * and pass 2 clears them from the marking thread alone: plain stores. */
+static void cand_range(uintptr_t a, size_t len, bool set) {
+    size_t g = granule(a), n = len >> 4;
+    while (n) {
+        size_t b = g % 64, k = 64 - b < n ? 64 - b : n;
+        uint64_t m = (k == 64 ? ~0ULL : ((1ULL << k) - 1)) << b;
+        uint64_t v = atomic_load_explicit(&ph.cand[g / 64 * 2], memory_order_relaxed);
+        atomic_store_explicit(&ph.cand[g / 64 * 2], set ? v | m : v & ~m, memory_order_relaxed);
+        g += k;
+        n -= k;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
  * Pass 1: marking. */
 
 static inline void mark_slot(size_t i, unsigned s, uintptr_t w) {
@@ -141,35 +178,36 @@ static void mark_end(uintptr_t w) {
         mark_large(i, pg, w);
 }
 
-/* w is inside the heap: mark the quarantined object it points into, or one past the end of. */
+/* w is inside the heap: mark the candidate it points into, or one past the end of. */
 static void mark_addr(uintptr_t w) {
+    size_t g = granule(w);
+    if ((w & 15) == 0 && end_bit(g))
+        mark_end(w); /* one past the end of a candidate that fills its slot */
+    if (!cand_bit(g))
+        return;
     size_t i = ph_index(w);
     struct ph_page *pg = &ph.pages[i];
     unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
     uintptr_t off = w & (PH_PAGE - 1);
     if (kind == PHK_SMALL) {
         unsigned s = ph_slot_of(pg, off), n = pg->nslots;
-        if (s < n) {
+        if (s < n)
             mark_slot(i, s, w);
-            if (off == (uintptr_t)s * pg->slot_size)
-                mark_end(w);
-        } else if (off == (uintptr_t)n * pg->slot_size) {
-            mark_full_slot(i, n - 1, w);
-        }
         return;
     }
     if (kind == PHK_TAIL) {
         i -= pg->run;
         pg = &ph.pages[i];
         kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
-    } else if (off == 0) {
-        mark_end(w);
     }
     if (kind == PHK_LARGE && w - ph_page_base(i) <= pg->large_size)
         mark_large(i, pg, w);
 }
 
-/* Every aligned word of [lo, hi). */
+/* Every aligned word of [lo, hi). Words that point into the heap are gathered a chunk at a
+ * time and their filter words prefetched before any is looked at: the lookups' cache misses
+ * then overlap instead of following one another. */
+#define CHUNK 256
 static void scan(uintptr_t lo, uintptr_t hi) {
     const uintptr_t *p = (const uintptr_t *)align_up(lo, sizeof(uintptr_t));
     const uintptr_t *e = (const uintptr_t *)(hi & ~(sizeof(uintptr_t) - 1));
@@ -177,21 +215,20 @@ static void scan(uintptr_t lo, uintptr_t hi) {
     if (p >= e)
         return;
     ms.scanned += (uintptr_t)e - (uintptr_t)p;
-    for (; p + 8 <= e; p += 8) {
-        __builtin_prefetch(p + 64);
-        for (int k = 0; k < 8; k++) {
-            uintptr_t w = p[k];
+    const uintptr_t *hit[CHUNK];
+    while (p < e) {
+        const uintptr_t *c = e - p > CHUNK ? p + CHUNK : e;
+        unsigned n = 0;
+        for (; p < c; p++) {
+            uintptr_t w = *p;
             if (unlikely(w - base < span)) {
-                ms.where = (uintptr_t)&p[k];
-                mark_addr(w);
+                __builtin_prefetch((const void *)&ph.cand[((w - base) >> 4) / 64 * 2]);
+                hit[n++] = p;
             }
         }
-    }
-    for (; p < e; p++) {
-        uintptr_t w = *p;
-        if (unlikely(w - base < span)) {
-            ms.where = (uintptr_t)p;
-            mark_addr(w);
+        for (unsigned k = 0; k < n; k++) {
+            ms.where = (uintptr_t)hit[k];
+            mark_addr(*hit[k]);
         }
     }
 }
@@ -208,8 +245,8 @@ static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const cha
     roots_read_guarded(scan_guarded, lo, hi, arg);
 }
 
-/* The heap: scan LIVE objects, turn QUAR into CAND. */
-static void scan_heap(size_t used) {
+/* Every QUAR object becomes a candidate (CAND), its granules set in the filter. */
+static void candidates(size_t used) {
     for (size_t i = 0; i < used; i++) {
         struct ph_page *pg = &ph.pages[i];
         unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
@@ -219,16 +256,54 @@ static void scan_heap(size_t used) {
             unsigned n = pg->nslots, size = pg->slot_size;
             for (unsigned s = 0; s < n; s++) {
                 uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
+                if ((v & PHS_MASK) == PHS_QUAR) {
+                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_CAND),
+                                          memory_order_relaxed);
+                    cand_range(base + (uintptr_t)s * size, size, true);
+                    if ((v >> 3) == 0)
+                        end_mark(base + (uintptr_t)s * size, size, true);
+                }
+            }
+        } else if (kind == PHK_LARGE) {
+            if (atomic_load_explicit(&pg->lstate, memory_order_relaxed) == PHS_QUAR) {
+                atomic_store_explicit(&pg->lstate, PHS_CAND, memory_order_relaxed);
+                cand_range(base, align_up(pg->large_size, OSCAR_PAGE), true);
+                end_mark(base, align_up(pg->large_size, OSCAR_PAGE), true);
+            }
+            i += pg->run - 1;
+        }
+    }
+}
+
+/* The heap's live objects. */
+static void scan_heap(size_t used) {
+    for (size_t i = 0; i < used; i++) {
+        struct ph_page *pg = &ph.pages[i];
+        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+        uintptr_t base = ph_page_base(i);
+        if (kind == PHK_SMALL) {
+            _Atomic uint16_t *slot = ph.meta[i].slot;
+            unsigned n = pg->nslots, size = pg->slot_size;
+            unsigned run = 0; /* live slots [s - run, s) not scanned yet: one scan for them */
+            for (unsigned s = 0; s < n; s++) {
+                uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
                 unsigned st = v & PHS_MASK;
-                if (st == PHS_LIVE) {
+                if (st == PHS_LIVE && !ms.dangling) {
+                    run++;
+                    continue;
+                }
+                if (run) {
+                    scan(base + (uintptr_t)(s - run) * size, base + (uintptr_t)s * size);
+                    run = 0;
+                }
+                if (st == PHS_LIVE) { /* (OSCAR_DANGLING: one object at a time, to name it) */
                     ms.obj = base + (uintptr_t)s * size;
                     ms.obj_size = size;
                     scan(ms.obj, ms.obj + size);
                 }
-                else if (st == PHS_QUAR)
-                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_CAND),
-                                          memory_order_relaxed);
             }
+            if (run)
+                scan(base + (uintptr_t)(n - run) * size, base + (uintptr_t)n * size);
         } else if (kind == PHK_LARGE) {
             uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
             if (st == PHS_LIVE) {
@@ -236,8 +311,6 @@ static void scan_heap(size_t used) {
                 ms.obj_size = pg->large_size;
                 scan(base, base + align_up(pg->large_size, OSCAR_PAGE));
             }
-            else if (st == PHS_QUAR)
-                atomic_store_explicit(&pg->lstate, PHS_CAND, memory_order_relaxed);
             i += pg->run - 1;
         }
     }
@@ -264,6 +337,10 @@ static void release_heap(size_t used, struct tally *t) {
             for (unsigned s = 0; s < n; s++) {
                 uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
                 unsigned st = v & PHS_MASK;
+                if (st == PHS_CAND || st == PHS_MARKED) {
+                    cand_range(ph_page_base(i) + (uintptr_t)s * size, size, false);
+                    end_mark(ph_page_base(i) + (uintptr_t)s * size, size, false);
+                }
                 if (st == PHS_CAND) {
                     atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_FREED),
                                           memory_order_relaxed);
@@ -283,6 +360,10 @@ static void release_heap(size_t used, struct tally *t) {
         } else if (kind == PHK_LARGE) {
             uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
             size_t run = pg->run, usable = align_up(pg->large_size, OSCAR_PAGE);
+            if (st == PHS_CAND || st == PHS_MARKED) {
+                cand_range(ph_page_base(i), usable, false);
+                end_mark(ph_page_base(i), usable, false);
+            }
             if (st == PHS_CAND) {
                 t->released += usable;
                 t->released_objects++;
@@ -337,6 +418,7 @@ __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t
     ex[0] = (struct root_range){ph.lo, ph.hi};
     ex[1] = (struct root_range){ph.meta_lo, ph.meta_hi};
     ex[2] = (struct root_range){(uintptr_t)saved - (1UL << 20), (uintptr_t)saved};
+    candidates(used);
     int err = roots_for_each(scan_root, NULL, ex, 3);
     if (err)
         return err;
@@ -355,14 +437,22 @@ static void unmark(size_t used) {
             for (unsigned s = 0; s < pg->nslots; s++) {
                 uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
                 unsigned st = v & PHS_MASK;
-                if (st == PHS_CAND || st == PHS_MARKED)
+                if (st == PHS_CAND || st == PHS_MARKED) {
                     atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
                                           memory_order_relaxed);
+                    cand_range(ph_page_base(i) + (uintptr_t)s * pg->slot_size, pg->slot_size,
+                               false);
+                    end_mark(ph_page_base(i) + (uintptr_t)s * pg->slot_size, pg->slot_size,
+                             false);
+                }
             }
         } else if (kind == PHK_LARGE) {
             uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
-            if (st == PHS_CAND || st == PHS_MARKED)
+            if (st == PHS_CAND || st == PHS_MARKED) {
                 atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_relaxed);
+                cand_range(ph_page_base(i), align_up(pg->large_size, OSCAR_PAGE), false);
+                end_mark(ph_page_base(i), align_up(pg->large_size, OSCAR_PAGE), false);
+            }
             i += pg->run - 1;
         }
     }
