@@ -96,7 +96,10 @@ static void sync_child_done(void) {
     errno = saved_errno;
 }
 
-static void sync_wait_child(void) {
+/* child: the pid fork returned, when known (the wrappers below); else the pid the child
+ * wrote, which is its pid in its own namespace (clone with CLONE_NEWPID: 1), so the wait is
+ * also capped. */
+static void sync_wait_child(pid_t child) {
     bool failed = errno != 0;
     if (!failed)
         errno = saved_errno;
@@ -107,9 +110,10 @@ static void sync_wait_child(void) {
         uint32_t w = atomic_load(&sync_page->word);
         if (w & SYNC_DONE)
             return;
-        if (w == 0 && os_monotonic_ns() - start > 1000000000u)
-            return;
-        if (w != 0 && os_child_gone((int)w))
+        uint64_t waited = os_monotonic_ns() - start;
+        if (w == 0 && waited > 1000000000u)
+            return; /* never reached its handler */
+        if (w != 0 && (os_child_gone(child ? child : (int)w) || waited > 60000000000u))
             return;
         os_futex_wait_shared(&sync_page->word, w, 10000000);
     }
@@ -169,8 +173,8 @@ static void prepare(void) {
     copy_err = canon_copy_for_child(&child_fd);
 }
 
-static void parent(void) {
-    sync_wait_child();
+static void parent_of(pid_t child) {
+    sync_wait_child(child);
     restore_stdio_locks();
     if (world_stopped)
         world_resume();
@@ -186,6 +190,8 @@ static void parent(void) {
     views_fork_parent();
     _IO_list_unlock();
 }
+
+static void parent(void) { parent_of(0); }
 
 static bool maps_canonical(uint64_t e) {
     enum page_kind k = entry_kind(e);
@@ -293,7 +299,7 @@ OSCAR_EXPORT pid_t _Fork(void) {
     if (pid == 0)
         child_common(false);
     else
-        parent();
+        parent_of(pid > 0 ? pid : 0);
     return pid;
 }
 
@@ -330,6 +336,6 @@ OSCAR_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...
     struct clone_start start = {fn, arg};
     prepare();
     int r = real(clone_child, stack, flags, &start, ptid, tls, ctid);
-    parent();
+    parent_of(r > 0 ? r : 0);
     return r;
 }
