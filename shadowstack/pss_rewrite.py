@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Parallel shadow stack instrumentation of GCC's x86-64 assembly (docs/shadow-stacks.md).
+
+Every function's entry copies its return address (at (%rsp)) to OFFSET(%rsp), a region mapped
+parallel to the stack by the runtime (shadowstack/runtime.c); every `ret` and every direct tail
+call (`jmp SYMBOL`) first compares the return address with its copy and calls
+__oscar_pss_fail on a mismatch (check mode, the default), or writes the copy back over it
+(overwrite mode, the dissertation's figures 2.9 and 2.10).
+
+Registers: %r11 (and %r10 in prologues of functions that never mention %r10: the static chain
+of GCC's nested functions) are scratch at function entry and at `ret` in the SysV ABI, and the
+status flags are not preserved across calls, so no register or flag needs saving.
+
+Usage as a library: rewrite(text, mode, offset) -> text. As a program:
+    pss_rewrite.py [--mode=check|overwrite] [--offset=N|--offset=random] IN.s OUT.s
+"""
+
+import re
+import sys
+
+DEFAULT_OFFSET = -(2 << 40)  # -2 TiB; must match OSCAR_PSS_OFFSET in runtime.c
+MARKER = "# oscar-pss: instrumented"
+
+_TYPE_FN = re.compile(r'^\s*\.type\s+("?)([^",\s]+)\1\s*,\s*[@%]function\b')
+_LABEL = re.compile(r'^("?)([^\s":#]+)\1:\s*(?:#.*)?$')
+_RET = re.compile(r'^\s*(?:(?:rep|repz|bnd|notrack)\s*;?\s*)?retq?\s*(?:#.*)?$')
+_TAILJMP = re.compile(r'^\s*(?:bnd\s+)?jmpq?\s+([A-Za-z_$][^\s#*%()]*)\s*(?:#.*)?$')
+_ENDBR = re.compile(r'^\s*endbr(64|32)\s*(?:#.*)?$')
+_COLD = re.compile(r'\.cold(\.\d+)?$')
+_SIZE = re.compile(r'^\s*\.size\s+("?)([^",\s]+)\1\s*,')
+
+
+def _is_instruction(line):
+    s = line.strip()
+    if not s or s.startswith("#") or s.startswith("."):
+        return False
+    if _LABEL.match(s):
+        return False
+    return True
+
+
+def _offset_operand(offset):
+    if offset == "random":
+        # Per-process offset, chosen by the runtime at load time (read-only afterwards).
+        return None
+    return int(offset)
+
+
+def _load_offset(offset, pic):
+    """Instructions that put the offset in %r11."""
+    if offset == "random":
+        if True:  # through the GOT even in executables: no copy relocation of the variable
+            return ["\tmovq\t__oscar_pss_offset@GOTPCREL(%rip), %r11",
+                    "\tmovq\t(%r11), %r11"]
+        return ["\tmovq\t__oscar_pss_offset(%rip), %r11"]
+    return ["\tmovabsq\t$%d, %%r11" % int(offset)]
+
+
+def _prologue(offset, pic, use_r10):
+    load = _load_offset(offset, pic)
+    if use_r10:
+        return (["\tmovq\t(%rsp), %r10"] + load + ["\tmovq\t%r10, (%rsp,%r11)"])
+    # %r10 carries a static chain here: copy memory to memory through the stack
+    # (pop computes its address after incrementing %rsp, so it lands at entry %rsp + offset).
+    return load + ["\tpushq\t(%rsp)", "\t.cfi_adjust_cfa_offset 8",
+                   "\tpopq\t(%rsp,%r11)", "\t.cfi_adjust_cfa_offset -8"]
+
+
+def _epilogue(mode, offset, pic, fail_label):
+    load = _load_offset(offset, pic)
+    if mode == "overwrite":
+        return load + ["\tmovq\t(%rsp,%r11), %r11", "\tmovq\t%r11, (%rsp)"]
+    return load + ["\tmovq\t(%rsp,%r11), %r11", "\tcmpq\t%r11, (%rsp)",
+                   "\tjne\t" + fail_label]
+
+
+def _fail_stub(fail_label, name_label):
+    # Placed right after the `ret` (or tail jump) it serves, before any label or CFI
+    # directive that follows, so its unwind state is exactly the one at the `ret`.
+    return [fail_label + ":", "\tleaq\t%s(%%rip), %%rdi" % name_label,
+            "\tcall\t__oscar_pss_fail@PLT"]
+
+
+def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
+    if MARKER in text:
+        return text
+    lines = text.split("\n")
+    # Pass 1: function names, and which functions mention %r10 (static chain, or used by
+    # the code itself: then the prologue does not touch %r10).
+    functions = set()
+    for line in lines:
+        m = _TYPE_FN.match(line)
+        if m:
+            functions.add(m.group(2))
+    mentions_r10 = set()
+    current = None
+    for line in lines:
+        m = _LABEL.match(line.strip())
+        if m and m.group(2) in functions:
+            current = m.group(2)
+        elif current and "%r10" in line:
+            mentions_r10.add(current)
+    out = [MARKER]
+    in_app = False
+    current = None          # function whose body we are in (for a .cold part: its parent)
+    instrumented = set()    # functions whose entry got the prologue
+    pending_prologue = None
+    names = {}              # function -> label of its name string
+    strings = []
+    counter = 0
+    for line in lines:
+        s = line.strip()
+        if s == "#APP":
+            in_app = True
+            out.append(line)
+            continue
+        if s == "#NO_APP":
+            in_app = False
+            out.append(line)
+            continue
+        if in_app:
+            if pending_prologue:
+                pending_prologue = None  # naked function (body is inline asm): left alone
+            out.append(line)
+            continue
+        m = _LABEL.match(s)
+        if m and m.group(2) in functions:
+            name = m.group(2)
+            if _COLD.search(name):
+                current = _COLD.sub("", name)
+                pending_prologue = None
+            else:
+                current = name
+                pending_prologue = name
+            out.append(line)
+            continue
+        if pending_prologue and _is_instruction(line):
+            name = pending_prologue
+            pending_prologue = None
+            t = _TAILJMP.match(line)
+            if _RET.match(line) or (t and not t.group(1).startswith(".L")):
+                # Peephole: a function that returns or tail-calls at once needs no copy (the
+                # return address is untouched; the tail callee copies it itself).
+                out.append(line)
+                continue
+            if _ENDBR.match(line):
+                out.append(line)
+                out.extend(_prologue(offset, pic, name not in mentions_r10))
+                instrumented.add(name)
+                continue
+            out.extend(_prologue(offset, pic, name not in mentions_r10))
+            instrumented.add(name)
+            out.append(line)
+            continue
+        active = current in instrumented
+        is_ret = active and _RET.match(line)
+        is_tail = False
+        if active and not is_ret:
+            t = _TAILJMP.match(line)
+            if t and not t.group(1).startswith(".L") and ".cold" not in t.group(1):
+                is_tail = True
+        if is_ret or is_tail:
+            counter += 1
+            fail = ".Lpss_fail%d" % counter
+            out.extend(_epilogue(mode, offset, pic, fail))
+            out.append(line)
+            if mode != "overwrite":
+                if current not in names:
+                    names[current] = ".Lpss_name%d" % len(names)
+                    strings.append((names[current], current))
+                out.extend(_fail_stub(fail, names[current]))
+            continue
+        m = _SIZE.match(line)
+        if m and m.group(2) == current:
+            current = None
+        out.append(line)
+    if strings:
+        out.append('\t.section\t.rodata.oscar_pss_names,"aMS",@progbits,1')
+        for label, name in strings:
+            out.append("%s:" % label)
+            out.append('\t.string\t"%s"' % name.replace("\\", "\\\\").replace('"', '\\"'))
+    # The object refers to the runtime's symbols; keep its .note.GNU-stack as the compiler
+    # wrote it (already in `lines`).
+    return "\n".join(out)
+
+
+def main(argv):
+    mode, offset, pic = "check", DEFAULT_OFFSET, False
+    args = []
+    for a in argv[1:]:
+        if a.startswith("--mode="):
+            mode = a.split("=", 1)[1]
+        elif a.startswith("--offset="):
+            v = a.split("=", 1)[1]
+            offset = v if v == "random" else int(v, 0)
+        elif a == "--pic":
+            pic = True
+        else:
+            args.append(a)
+    if mode not in ("check", "overwrite") or len(args) != 2:
+        sys.stderr.write(__doc__)
+        return 2
+    with open(args[0], encoding="utf-8", errors="surrogateescape") as f:
+        text = f.read()
+    with open(args[1], "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(rewrite(text, mode, offset, pic))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,319 @@
+/* liboscar_pss.so: the runtime of parallel shadow stacks (docs/shadow-stacks.md).
+ * Code built with `oscar cc` copies each return address to its slot + OSCAR_PSS_OFFSET at entry
+ * and compares (check mode) or restores it (overwrite mode) before each return. This library maps
+ * that shadow region for every stack the program runs on:
+ *   - the main thread's stack (sized to RLIMIT_STACK), from a constructor that runs before any
+ *     instrumented one (this library is a dependency of every instrumented object);
+ *   - every thread (pthread_create is intercepted: the start routine is wrapped and maps the
+ *     shadow of the new thread's stack, glibc's or the user's, before calling the program's);
+ *   - alternate signal stacks (sigaltstack) and makecontext stacks (both intercepted), and any
+ *     other stack through oscar_pss_register_stack().
+ * Each shadow is MAP_NORESERVE (pages cost memory only once written) with a guard page at each
+ * end where the neighbourhood is free. The check's failure path, __oscar_pss_fail, prints the
+ * report with write(2) only and dies with SIGABRT. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "oscar_pss.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define PSS_FIXED_OFFSET (-(2LL << 40)) /* -2 TiB: the rewriter's DEFAULT_OFFSET */
+#define PAGE 4096UL
+#define MAX_SHADOWS 1024
+#define MAIN_STACK_CAP (4UL << 30)
+
+/* The offset code built with OSCAR_PSS_OFFSET=random reads (one page, read-only once set). */
+__attribute__((aligned(4096), visibility("default"))) long __oscar_pss_offset[PAGE / sizeof(long)] = {
+    PSS_FIXED_OFFSET};
+
+struct shadow {
+    uintptr_t lo, hi; /* the stack range covered (shadow = range + offset) */
+};
+static struct shadow shadows[MAX_SHADOWS];
+static int nshadows;
+static pthread_mutex_t shadows_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long offset(void) { return __oscar_pss_offset[0]; }
+
+/* ---- signal-safe output ---- */
+
+static void out(const char *s) {
+    size_t n = strlen(s);
+    while (n) {
+        ssize_t w = write(2, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void out_hex(uintptr_t v) {
+    char buf[19], *p = buf + sizeof buf;
+    *--p = 0;
+    do {
+        *--p = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    *--p = 'x';
+    *--p = '0';
+    out(p);
+}
+
+__attribute__((noreturn)) static void die(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(SIGABRT, &sa, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGABRT);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGABRT);
+    _exit(134);
+}
+
+__attribute__((noreturn)) static void fatal_map(uintptr_t lo, uintptr_t hi, int err) {
+    out("oscar: cannot map the shadow stack of ");
+    out_hex(lo);
+    out("-");
+    out_hex(hi);
+    out(" at ");
+    out_hex(lo + (uintptr_t)offset());
+    out(err == EEXIST ? " (address in use)\n" : " (mmap failed)\n");
+    die();
+}
+
+/* ---- shadow regions ---- */
+
+static int covered(uintptr_t lo, uintptr_t hi) {
+    for (int i = 0; i < nshadows; i++)
+        if (shadows[i].lo <= lo && hi <= shadows[i].hi)
+            return 1;
+    return 0;
+}
+
+/* A stack that overlaps a registered one without lying inside it replaces it: that memory is
+ * no stack any more (stacks of live threads never overlap). */
+static void drop_overlapping(uintptr_t lo, uintptr_t hi) {
+    for (int i = 0; i < nshadows;) {
+        if (shadows[i].lo < hi && lo < shadows[i].hi) {
+            munmap((void *)(shadows[i].lo + offset()), shadows[i].hi - shadows[i].lo);
+            shadows[i] = shadows[--nshadows];
+        } else {
+            i++;
+        }
+    }
+}
+
+static void map_shadow_locked(uintptr_t lo, uintptr_t hi) {
+    lo &= ~(PAGE - 1);
+    hi = (hi + PAGE - 1) & ~(PAGE - 1);
+    if (hi <= lo || covered(lo, hi))
+        return;
+    drop_overlapping(lo, hi);
+    uintptr_t slo = lo + (uintptr_t)offset();
+    void *p = mmap((void *)slo, hi - lo, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED || (uintptr_t)p != slo) {
+        int err = p == MAP_FAILED ? errno : EEXIST;
+        if (p != MAP_FAILED)
+            munmap(p, hi - lo);
+        fatal_map(lo, hi, err);
+    }
+    /* Guard pages where nothing else is: a contiguous overflow of the shadow faults. */
+    mmap((void *)(slo - PAGE), PAGE, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    mmap((void *)(slo + (hi - lo)), PAGE, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (nshadows < MAX_SHADOWS)
+        shadows[nshadows++] = (struct shadow){lo, hi};
+}
+
+void oscar_pss_register_stack(void *base, size_t size) {
+    pthread_mutex_lock(&shadows_lock);
+    map_shadow_locked((uintptr_t)base, (uintptr_t)base + size);
+    pthread_mutex_unlock(&shadows_lock);
+}
+
+/* The [stack] line of /proc/self/maps, read without stdio. */
+static int main_stack_top(uintptr_t *top) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    static char buf[8192];
+    size_t have = 0;
+    int found = -1;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n'))) {
+            *nl = 0;
+            if (strstr(line, "[stack]")) {
+                char *dash = strchr(line, '-');
+                uintptr_t v = 0;
+                for (char *c = dash + 1; *c && *c != ' '; c++)
+                    v = v * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : *c - 'a' + 10);
+                *top = v;
+                found = 0;
+            }
+            line = nl + 1;
+        }
+        have = strlen(line);
+        memmove(buf, line, have);
+    }
+    close(fd);
+    return found;
+}
+
+static int initialized;
+
+static void pss_init(void) {
+    if (initialized)
+        return;
+    initialized = 1;
+    uintptr_t top;
+    if (main_stack_top(&top) != 0) {
+        /* No [stack] line: use the current frame's page and the limit below it. */
+        top = ((uintptr_t)__builtin_frame_address(0) + (1UL << 20)) & ~(PAGE - 1);
+    }
+    struct rlimit rl;
+    size_t size = 8UL << 20;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0)
+        size = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > MAIN_STACK_CAP ? MAIN_STACK_CAP
+                                                                           : rl.rlim_cur;
+    if (size < (1UL << 20))
+        size = 1UL << 20;
+    oscar_pss_register_stack((void *)(top - size - PAGE), size + PAGE);
+    /* Load the unwinder now, so the report's backtrace() needs no allocation later. */
+    void *frames[2];
+    backtrace(frames, 2);
+}
+
+__attribute__((constructor(101))) static void pss_constructor(void) { pss_init(); }
+
+/* ---- threads ---- */
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void map_current_thread_stack(void) {
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+        oscar_pss_register_stack(addr, size);
+    pthread_attr_destroy(&attr);
+}
+
+static void *pss_thread_start(void *p) {
+    struct start s = *(struct start *)p;
+    munmap(p, PAGE);
+    map_current_thread_stack();
+    return s.fn(s.arg);
+}
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real)
+        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+            RTLD_NEXT, "pthread_create");
+    pss_init();
+    /* The start record is handed over in a page of its own (no malloc: this library must not
+     * depend on the allocator the program runs with). */
+    struct start *s = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (s == MAP_FAILED)
+        return EAGAIN;
+    s->fn = fn;
+    s->arg = arg;
+    int rc = real(thread, attr, pss_thread_start, s);
+    if (rc != 0)
+        munmap(s, PAGE);
+    return rc;
+}
+
+/* ---- alternate signal stacks and makecontext ---- */
+
+int sigaltstack(const stack_t *ss, stack_t *old) {
+    if (ss && !(ss->ss_flags & SS_DISABLE) && ss->ss_sp && ss->ss_size)
+        oscar_pss_register_stack(ss->ss_sp, ss->ss_size);
+    return (int)syscall(SYS_sigaltstack, ss, old);
+}
+
+void makecontext(ucontext_t *ucp, void (*fn)(void), int argc, ...) {
+    static void (*real)(ucontext_t *, void (*)(void), int, ...);
+    if (!real)
+        real = (void (*)(ucontext_t *, void (*)(void), int, ...))dlsym(RTLD_NEXT, "makecontext");
+    if (ucp->uc_stack.ss_sp && ucp->uc_stack.ss_size)
+        oscar_pss_register_stack(ucp->uc_stack.ss_sp, ucp->uc_stack.ss_size);
+    /* glibc's x86-64 makecontext reads its arguments as 64-bit words; up to 10 are passed on. */
+    uint64_t a[10] = {0};
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 0; i < argc && i < 10; i++)
+        a[i] = va_arg(ap, uint64_t);
+    va_end(ap);
+    real(ucp, fn, argc, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+}
+
+/* ---- the report ---- */
+
+__attribute__((used, noreturn, noinline, visibility("hidden"))) void
+pss_report(const char *fn, uintptr_t found, uintptr_t slot);
+void pss_report(const char *fn, uintptr_t found, uintptr_t slot) {
+    uintptr_t expected = *(uintptr_t *)(slot + (uintptr_t)offset());
+    out("oscar: return-address overwrite in ");
+    out(fn);
+    out(" (expected ");
+    out_hex(expected);
+    out(", found ");
+    out_hex(found);
+    out(")\n");
+    /* The stack, from the failed return's frame; past it the unwinder may find nothing: the
+     * return address it would follow is the overwritten one. */
+    void *frames[32];
+    int n = backtrace(frames, 32);
+    int first = n > 2 ? 2 : 0; /* pss_report, __oscar_pss_fail */
+    backtrace_symbols_fd(frames + first, n - first, 2);
+    die();
+}
+
+/* Called from the instrumented epilogue, %rdi = the function's name; the failed return's slot
+ * is at 8(%rsp). */
+__asm__(".text\n"
+        ".globl __oscar_pss_fail\n"
+        ".type __oscar_pss_fail, @function\n"
+        "__oscar_pss_fail:\n"
+        ".cfi_startproc\n"
+        "\tmovq 8(%rsp), %rsi\n"
+        "\tleaq 8(%rsp), %rdx\n"
+        "\tcall pss_report\n"
+        "\thlt\n"
+        ".cfi_endproc\n"
+        ".size __oscar_pss_fail, .-__oscar_pss_fail\n");
