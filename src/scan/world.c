@@ -61,6 +61,9 @@ static struct {
     _Atomic uint32_t epoch;    /* stops so far */
     _Atomic uint32_t resumed;  /* futex: == epoch once the parked threads may go */
     _Atomic uint32_t nparked;  /* futex: parked in this epoch */
+    _Atomic uint32_t nexpect;  /* asked in this epoch and not gone: the stopper waits for
+                                * nparked == nexpect, and only the parker that gets there wakes
+                                * it (one wake-up per stop, not one per thread) */
     atomic_bool stopping;
     _Atomic uint32_t failed_stops; /* stops that gave up: their requests may come late */
     atomic_bool stacks_known;  /* stack_lo/hi filled in (lazily, world_thread_at) */
@@ -174,8 +177,9 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         s->t.altstack_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
     }
     atomic_store_explicit(&s->state, SLOT_PARKED, memory_order_release);
-    atomic_fetch_add_explicit(&W.nparked, 1, memory_order_acq_rel);
-    os_futex_wake(&W.nparked, 1);
+    uint32_t parked = atomic_fetch_add_explicit(&W.nparked, 1, memory_order_acq_rel) + 1;
+    if (parked >= atomic_load_explicit(&W.nexpect, memory_order_acquire))
+        os_futex_wake(&W.nparked, 1);
     /* From here on, s belongs to the stopper again: touch nothing of W but the futex. */
     uint32_t r;
     while ((r = atomic_load_explicit(&W.resumed, memory_order_acquire)) != epoch)
@@ -268,8 +272,11 @@ static long ask_new(int dirfd, int pid, long self) {
             if (!s)
                 return -EAGAIN;
             fresh++;
-            if (os_tgkill(pid, tid, W.sig) == ESRCH)
+            atomic_fetch_add(&W.nexpect, 1);
+            if (os_tgkill(pid, tid, W.sig) == ESRCH) {
                 atomic_store(&s->state, SLOT_GONE);
+                atomic_fetch_sub(&W.nexpect, 1);
+            }
         }
     }
 }
@@ -277,20 +284,17 @@ static long ask_new(int dirfd, int pid, long self) {
 /* Waits until every asked thread has parked or gone. 0, or -ETIMEDOUT at the deadline. */
 static int wait_parked(int pid, uint64_t deadline) {
     for (;;) {
-        size_t waiting = 0;
         uint32_t seen = atomic_load_explicit(&W.nparked, memory_order_acquire);
-        for (size_t i = 0; i < W.n; i++)
-            waiting += atomic_load_explicit(&W.slots[i].state, memory_order_acquire) == SLOT_ASKED;
-        if (!waiting)
+        if (seen >= atomic_load_explicit(&W.nexpect, memory_order_acquire))
             return 0;
         if (os_futex_wait(&W.nparked, seen, 2000000) == ETIMEDOUT) {
             /* Slow to answer: has any of them exited (maybe with every signal blocked)? */
             for (size_t i = 0; i < W.n; i++) {
                 struct slot *s = &W.slots[i];
-                if (atomic_load(&s->state) == SLOT_ASKED && os_tgkill(pid, s->t.tid, 0) == ESRCH) {
-                    int expected = SLOT_ASKED;
-                    atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE);
-                }
+                int expected = SLOT_ASKED;
+                if (atomic_load(&s->state) == SLOT_ASKED && os_tgkill(pid, s->t.tid, 0) == ESRCH &&
+                    atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
+                    atomic_fetch_sub(&W.nexpect, 1);
             }
             if (os_monotonic_ns() > deadline)
                 return -ETIMEDOUT;
@@ -314,6 +318,7 @@ int world_stop(void) {
     W.nparked_list = 0;
     atomic_store(&W.stacks_known, false);
     atomic_store(&W.nparked, 0);
+    atomic_store(&W.nexpect, 0);
     uint32_t epoch = atomic_fetch_add(&W.epoch, 1) + 1;
     atomic_store_explicit(&W.stopping, true, memory_order_release);
     uint64_t deadline = os_monotonic_ns() + WORLD_TIMEOUT_NS;
