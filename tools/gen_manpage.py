@@ -226,32 +226,37 @@ def messages_section(path):
         return "See docs/interfaces.md in the source."
     lines = text.splitlines()
     out = []
-    # The reports table: the first table whose header starts with "first line".
+    # The messages table: the first table whose header starts with "first line"; its last
+    # column says when, the ones between what happens then ("then", "signal").
     for i, line in enumerate(lines):
         if line.startswith("|") and line.strip("| ").lower().startswith("first line"):
             rows = table_rows(lines[i:])
             header, body = rows[0], rows[1:]
-            out.append("Each report's first line is stable and can be searched for; then "
-                       "come the lines naming the object and the stacks, and the signal.")
+            out.append("Each message's first line is stable and can be searched for. Under "
+                       "it: when the line is printed, then what happens.")
             for cells in body:
-                first = cells[0]
-                rest = "; ".join("%s: %s" % (h, md_inline(c)) if h else md_inline(c)
-                                 for h, c in zip(header[1:], cells[1:]))
-                if rest and not cells[-1].rstrip("`*").endswith("."):
-                    rest += "."
-                out += [".TP", md_inline(first), rest]
+                when = md_inline(cells[-1])
+                if when and not cells[-1].rstrip("`*").endswith("."):
+                    when += "."
+                rest = "; ".join("%s: %s" % (h[:1].upper() + h[1:], md_inline(c))
+                                 for h, c in zip(header[1:-1], cells[1:-1]))
+                out += [".TP", md_inline(cells[0]),
+                        (when[:1].upper() + when[1:] + " " + rest + ".").strip()]
             break
-    # The warnings: the bullet list after a line starting with "Warnings".
+    # A list of warnings, where the document has one apart from the table.
     for i, line in enumerate(lines):
-        if line.startswith("Warnings"):
+        items = []
+        for item in lines[i + 1:]:
+            if not item.startswith("- "):
+                break
+            items.append(item[2:])
+        if line.startswith("Warnings") and items:
             out += [".PP", md_inline(line.rstrip(":")) + ":"]
-            for item in lines[i + 1:]:
-                if not item.startswith("- "):
-                    break
-                out += [".IP \\(bu 2", md_inline(item[2:])]
+            for item in items:
+                out += [".IP \\(bu 2", md_inline(item)]
             break
     if not out:
-        print("gen_manpage: warning: no reports table in %s" % path, file=sys.stderr)
+        print("gen_manpage: warning: no messages table in %s" % path, file=sys.stderr)
         return "See docs/interfaces.md in the source."
     return "\n".join(out)
 
