@@ -270,11 +270,11 @@ static int root_line(const struct maps_line *m, void *argv) {
         if (t->regs_lo >= m->lo && t->regs_lo < m->hi)
             emit(w, t->regs_lo, t->regs_hi < m->hi ? t->regs_hi : m->hi, ROOT_REGISTERS,
                  "registers");
-        if (t->altstack_lo < m->hi && t->altstack_hi > m->lo) {
+        /* (An alternate stack may sit inside a larger mapping, a static array in .bss say:
+         * the rest of the mapping is reported below as well, the altstack part twice.) */
+        if (t->altstack_lo < m->hi && t->altstack_hi > m->lo)
             emit(w, t->altstack_lo > m->lo ? t->altstack_lo : m->lo,
                  t->altstack_hi < m->hi ? t->altstack_hi : m->hi, ROOT_ALTSTACK, "altstack");
-            return 0; /* (an altstack in a mapping of its own: nothing else there) */
-        }
     }
     if (w->self_sp >= m->lo && w->self_sp < m->hi) {
         stack = true;
