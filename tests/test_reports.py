@@ -12,7 +12,8 @@ import pytest
 
 from conftest import LIB, assert_report, assert_same_output, hexaddr, location_line, parse_values
 
-FRAME = re.compile(r"    #(\d+) (0x[0-9a-f]+) (?:in (\S+) )?\((\S+)\+(0x[0-9a-f]+)\)")
+# "    #N 0xPC in FUNCTION FILE:LINE (MODULE+0xOFF)": FILE:LINE where debug information exists.
+FRAME = re.compile(r"    #(\d+) (0x[0-9a-f]+) (?:in (\S+) )?(?:(\S+):(\d+) )?\((\S+)\+(0x[0-9a-f]+)\)")
 
 
 def stack_after(lines, header_regex):
@@ -24,7 +25,8 @@ def stack_after(lines, header_regex):
                 m = FRAME.fullmatch(frame_line)
                 if not m:
                     break
-                frames.append(m.groups())
+                number, pc, function, _, _, module, offset = m.groups()
+                frames.append((number, pc, function, module, offset))
             return frames
     raise AssertionError("no line matching %r in the report:\n%s" % (header_regex, "\n".join(lines)))
 

@@ -33,18 +33,19 @@ static int report_fd(void) {
     return os_open_append(name, &fd) == 0 ? fd : 2;
 }
 
-/* "    #N 0xPC in function (module+0xOFF)" per frame. */
+/* Set while report_fault runs (in the SIGSEGV handler): the module table is then not
+ * refreshed (that takes the loader's lock, which the faulting thread may hold). */
+static __thread bool in_handler __attribute__((tls_model("initial-exec")));
+
+/* The frames, numbered from 0 (symbolize.h: an inlined function is a line of its own).
+ * exact0: pc[0] is the faulting instruction, not a return address. */
+static void print_frames_at(struct fmt *f, int fd, const uintptr_t *pc, int n, bool exact0) {
+    for (int i = 0, line = 0; i < n; i++)
+        line += symbolize_frame(f, fd, pc[i], exact0 && i == 0, line, !in_handler);
+}
+
 static void print_frames(struct fmt *f, int fd, const uintptr_t *pc, int n) {
-    for (int i = 0; i < n; i++) {
-        fmt_str(f, "    #");
-        fmt_u64(f, (uint64_t)i);
-        fmt_char(f, ' ');
-        fmt_hex(f, pc[i]);
-        fmt_char(f, ' ');
-        symbolize(f, pc[i]);
-        fmt_char(f, '\n');
-        fmt_flush(f, fd);
-    }
+    print_frames_at(f, fd, pc, n, false);
 }
 
 static void print_stored(struct fmt *f, int fd, const char *what, uint32_t tid, uint32_t id) {
@@ -229,9 +230,11 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     fmt_i64(&f, os_gettid());
     fmt_str(&f, " here:\n");
     uintptr_t pcs[STACK_MAX_FRAMES];
-    print_frames(&f, fd, pcs, stack_walk(pc, fp, sp, pcs, STACK_MAX_FRAMES));
+    in_handler = true;
+    print_frames_at(&f, fd, pcs, stack_walk(pc, fp, sp, pcs, STACK_MAX_FRAMES), pc != 0);
     if (o.state == OBJ_FREED)
         print_history(&f, fd, &o);
+    in_handler = false;
     fmt_flush(&f, fd);
     return true;
 }

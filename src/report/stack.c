@@ -5,6 +5,7 @@
 #include "os/os.h"
 #include "mem/region.h"
 #include "base/stats.h"
+#include "report/unwind.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -82,27 +83,48 @@ static uintptr_t thread_stack_top(void) {
     return stack_top;
 }
 
-int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max) {
+/* Up the stack from (pc, sp, fp), or (pc 0) from the caller of Oscar's entry point: the
+ * frame-pointer chain through Oscar's own frames (built with frame pointers) to the first frame
+ * of the program, then one .eh_frame step per frame (unwind.h), so code built without frame
+ * pointers (libc, Debian's libraries, -O2 programs) is walked too. Oscar's frames are left out. */
+static int walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max,
+                bool may_refresh) {
     int n = 0;
-    if (pc && !stack_is_ours(pc) && n < max)
-        out[n++] = pc;
     uintptr_t top = thread_stack_top();
-    /* Only follow frames inside [sp, top): every byte there is mapped stack. A thread on
-     * another stack (signal stack, coroutine) keeps just the first frame. */
-    if (top - sp > (64UL << 20))
-        return n;
-    while (n < max && fp >= sp && fp + 16 <= top && !(fp & 7)) {
-        const uintptr_t *frame = (const uintptr_t *)fp;
-        uintptr_t ret = frame[1], next = frame[0];
-        if (ret < 4096)
+    struct unwind_regs r = {pc, sp, fp, true};
+    if (!pc) {
+        bool found = false;
+        while (fp >= sp && fp + 16 <= top && !(fp & 7)) {
+            const uintptr_t *frame = (const uintptr_t *)fp;
+            uintptr_t ret = frame[1], next = frame[0];
+            if (ret < 4096)
+                break;
+            if (!stack_is_ours(ret)) {
+                r = (struct unwind_regs){ret, fp + 16, next, false};
+                found = true;
+                break;
+            }
+            if (next <= fp || next - fp > (8UL << 20))
+                break;
+            fp = next;
+        }
+        if (!found)
+            return 0;
+    }
+    /* Only read inside [sp, top): every byte there is mapped stack. A thread on another
+     * stack (signal stack, coroutine) keeps just the first frame. */
+    bool same_stack = top - sp <= (64UL << 20);
+    for (int steps = 0; n < max && steps < max + 64; steps++) {
+        if (!stack_is_ours(r.pc))
+            out[n++] = r.pc;
+        if (!same_stack || n == max || !unwind_step(&r, sp, top, may_refresh))
             break;
-        if (!stack_is_ours(ret))
-            out[n++] = ret;
-        if (next <= fp || next - fp > (8UL << 20))
-            break;
-        fp = next;
     }
     return n;
+}
+
+int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max) {
+    return walk(pc, fp, sp, out, max, false);
 }
 
 static uint64_t hash_frames(const uintptr_t *pc, int n) {
@@ -150,7 +172,7 @@ static uint32_t store(const uintptr_t *pc, int n) {
 static uint32_t capture(void) {
     uintptr_t pc[STACK_MAX_FRAMES];
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-    int n = stack_walk(0, fp, fp, pc, stack_depth);
+    int n = walk(0, fp, fp, pc, stack_depth, true);
     return n ? store(pc, n) : 0;
 }
 

@@ -2,8 +2,9 @@
 #define _GNU_SOURCE
 #include "report/symbolize.h"
 #include "os/os.h"
+#include "report/dwarf.h"
+#include "report/unwind.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <string.h>
@@ -44,38 +45,96 @@ static const char *lookup(const char *file, size_t len, uintptr_t vaddr) {
     return NULL;
 }
 
-void symbolize(struct fmt *f, uintptr_t pc) {
-    Dl_info info;
-    struct link_map *map = NULL;
-    if (!dladdr1((void *)pc, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) {
-        fmt_str(f, "(<unknown module>)");
-        return;
-    }
-    char path[512];
-    const char *name = map->l_name;
-    if (!name || !*name) { /* the main program (dladdr would give argv[0]) */
-        os_readlink("/proc/self/exe", path, sizeof path);
-        name = path;
-    }
-    uintptr_t vaddr = pc - map->l_addr;
-    size_t len = 0;
+/* The separate debug file of a stripped module (Debian's -dbgsym packages), by build id. */
+static char *map_debug_file(const char *img, size_t len, size_t *dlen) {
+    char id[128], path[200];
+    int n = dwarf_build_id(img, len, id, sizeof id);
+    if (n < 2)
+        return NULL;
+    struct fmt p = FMT_INIT(path);
+    fmt_str(&p, "/usr/lib/debug/.build-id/");
+    fmt_char(&p, id[0]);
+    fmt_char(&p, id[1]);
+    fmt_char(&p, '/');
+    fmt_str(&p, id + 2);
+    fmt_str(&p, ".debug");
+    fmt_char(&p, 0);
     int err;
-    char *file = os_map_file(name[0] == '/' ? name : "/proc/self/exe", &len, &err);
-    const char *fn = file ? lookup(file, len, vaddr - 1) : NULL; /* pc is a return address */
-    if (fn) {
-        fmt_str(f, "in ");
-        fmt_str(f, fn);
-        fmt_char(f, ' ');
-    } else if (info.dli_sname) {
-        fmt_str(f, "in ");
-        fmt_str(f, info.dli_sname);
-        fmt_char(f, ' ');
+    return os_map_file(path, dlen, &err);
+}
+
+static void frame_head(struct fmt *f, int index, uintptr_t pc) {
+    fmt_str(f, "    #");
+    fmt_u64(f, (uint64_t)index);
+    fmt_char(f, ' ');
+    fmt_hex(f, pc);
+    fmt_char(f, ' ');
+}
+
+static void frame_tail(struct fmt *f, int fd, const char *module, uintptr_t off) {
+    fmt_char(f, '(');
+    fmt_str(f, module);
+    fmt_char(f, '+');
+    fmt_hex(f, off);
+    fmt_str(f, ")\n");
+    fmt_flush(f, fd);
+}
+
+int symbolize_frame(struct fmt *f, int fd, uintptr_t pc, bool exact, int index, bool may_refresh) {
+    const struct module *m = module_of(pc);
+    if (!m && may_refresh) {
+        module_refresh(true);
+        m = module_of(pc);
     }
+    if (!m) {
+        frame_head(f, index, pc);
+        fmt_str(f, "(<unknown module>)\n");
+        fmt_flush(f, fd);
+        return 1;
+    }
+    const char *module = m->path[0] ? m->path : "[vdso]";
+    uintptr_t vaddr = pc - m->bias, at = exact ? vaddr : vaddr - 1; /* a return address: the call */
+    size_t len = 0, dlen = 0;
+    int err;
+    char *file = m->path[0] ? os_map_file(m->path, &len, &err) : NULL;
+    char *debug = NULL;
+    const char *sym = file ? lookup(file, len, at) : NULL;
+    struct dwarf_frame fr[DWARF_MAX_FRAMES];
+    int n = file ? dwarf_resolve(file, len, at, fr, DWARF_MAX_FRAMES) : 0;
+    if (file && !n && (debug = map_debug_file(file, len, &dlen)) != NULL) {
+        n = dwarf_resolve(debug, dlen, at, fr, DWARF_MAX_FRAMES);
+        if (!sym)
+            sym = lookup(debug, dlen, at);
+    }
+    if (!n) {
+        fr[0] = (struct dwarf_frame){NULL, NULL, NULL, 0};
+        n = 1;
+    }
+    for (int k = 0; k < n; k++) {
+        /* The outermost is the symbol table's name (C++: mangled, as before); inlined
+         * functions have only their DWARF name. */
+        const char *name = k == n - 1 && sym ? sym : fr[k].func;
+        frame_head(f, index + k, pc);
+        if (name) {
+            fmt_str(f, "in ");
+            fmt_str(f, name);
+            fmt_char(f, ' ');
+        }
+        if (fr[k].file && fr[k].line) {
+            if (fr[k].dir && fr[k].file[0] != '/') {
+                fmt_str(f, fr[k].dir);
+                fmt_char(f, '/');
+            }
+            fmt_str(f, fr[k].file);
+            fmt_char(f, ':');
+            fmt_u64(f, fr[k].line);
+            fmt_char(f, ' ');
+        }
+        frame_tail(f, fd, module, vaddr);
+    }
+    if (debug)
+        os_unmap(debug, dlen);
     if (file)
         os_unmap(file, len);
-    fmt_char(f, '(');
-    fmt_str(f, name);
-    fmt_char(f, '+');
-    fmt_hex(f, vaddr);
-    fmt_char(f, ')');
+    return n;
 }

@@ -1,0 +1,45 @@
+/* unwind: whole stacks through code without frame pointers, from the .eh_frame tables that
+ * every gcc/clang-built x86-64 module carries (found through PT_GNU_EH_FRAME, searched with
+ * .eh_frame_hdr's sorted table), as libgcc's unwinder does, with no allocation and no lock.
+ *
+ * The module table: the loaded ELF modules (range, load bias, .eh_frame_hdr, path), filled by
+ * dl_iterate_phdr outside signal handlers only (module_refresh: at the first capture and when
+ * a capture meets a pc of no known module, at most every 50 ms), append-only, so the SIGSEGV
+ * handler reads it without the loader's lock. A pc in no module (JIT code) is walked by its
+ * frame pointer.
+ *
+ * The rule cache: what the CFA program says for a pc (CFA = rsp or rbp + N, where rbp and the
+ * return address were saved), 4096 entries keyed by pc, each checked by a hash of its words so
+ * that racing writers never mix two rules; a tight malloc/free loop finds every frame's rule
+ * there and pays a hash lookup per frame (figures: docs/reports.md). */
+#ifndef OSCAR_UNWIND_H
+#define OSCAR_UNWIND_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MODULE_PATH_MAX 256
+
+struct module {
+    uintptr_t lo, hi;      /* its mapped image */
+    uintptr_t bias;        /* runtime address - ELF virtual address */
+    const uint8_t *eh_hdr; /* .eh_frame_hdr in memory; NULL: none */
+    char path[MODULE_PATH_MAX]; /* "" for the vdso */
+};
+
+/* The module that contains pc, or NULL. Signal-safe (never refreshes). */
+const struct module *module_of(uintptr_t pc);
+/* Rebuild the table from dl_iterate_phdr (takes the loader's lock: never from a signal
+ * handler). Rate-limited unless force. */
+void module_refresh(bool force);
+
+struct unwind_regs {
+    uintptr_t pc, sp, fp;
+    bool exact; /* pc is the interrupted instruction itself (frame 0 of a fault, or the frame
+                 * under a signal handler), not a return address */
+};
+
+/* One step: from the registers of a frame to its caller's. The stack is read only inside
+ * [lo, hi). Returns false at the end of the stack or when the frame cannot be unwound.
+ * may_refresh: the module table may be refreshed (never in a signal handler). */
+bool unwind_step(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi, bool may_refresh);
+#endif
