@@ -275,7 +275,7 @@ static void index_abbrevs(const struct dw *d, uint64_t off) {
         if (r.bad || !code)
             break;
         if (code < ABBREV_INDEX)
-            abbrev_at[code] = (uint32_t)at;
+            abbrev_at[code] = (uint32_t)at + 1; /* 0: no such code */
         rd_uleb(&r); /* tag */
         rd_skip(&r, 1);
         skip_abbrev_specs(&r);
@@ -289,7 +289,7 @@ static bool find_abbrev(const struct dw *d, uint64_t abbrev_off, uint64_t code, 
     if (abbrev_for == abbrev_off && code < ABBREV_INDEX) {
         if (!abbrev_at[code])
             return false;
-        r.p += abbrev_at[code];
+        r.p += abbrev_at[code] - 1;
         rd_uleb(&r);
         *out = r;
         return !r.bad;

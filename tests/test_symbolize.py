@@ -1,0 +1,139 @@
+"""Reports with file:line and whole stacks (issue 20, items 2 and 3): every frame of a -g program
+names its file and line (from DWARF, in the report itself), an inlined function is a frame of its
+own, a use-after-free inside libc (no frame pointers) still shows main, a program built
+-O2 -fomit-frame-pointer shows all three stacks down to main, and `oscar symbolize` resolves a
+saved report offline."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from conftest import CLI, TESTS, assert_report, hexaddr, location_line, parse_values
+
+# "    #N 0xPC in FUNCTION FILE:LINE (MODULE+0xOFF)"; FILE:LINE only where debug info exists.
+FRAME = re.compile(r"    #(\d+) (0x[0-9a-f]+) (?:in (\S+) )?(?:(\S+):(\d+) )?\((\S+)\+(0x[0-9a-f]+)\)")
+PROGRAMS = TESTS / "programs"
+
+
+def stack(report, header):
+    """The frames under the first line matching header: dicts n, pc, func, file, line, module."""
+    for i, line in enumerate(report):
+        if re.fullmatch(header, line):
+            frames = []
+            for frame_line in report[i + 1:]:
+                m = FRAME.fullmatch(frame_line)
+                if not m:
+                    break
+                n, pc, func, file, line_no, module, off = m.groups()
+                frames.append(dict(n=int(n), pc=pc, func=func, file=file,
+                                   line=int(line_no) if line_no else None, module=module, off=off))
+            assert frames, "no frames under %r:\n%s" % (header, "\n".join(report))
+            return frames
+    raise AssertionError("no line matching %r in the report:\n%s" % (header, "\n".join(report)))
+
+
+def marker_line(source, marker):
+    """The line number of the line of source that holds the comment marker."""
+    for number, text in enumerate(source.read_text().splitlines(), 1):
+        if re.search(r"/\* %s \*/" % re.escape(marker), text):
+            return number
+    raise AssertionError("no marker %s in %s" % (marker, source))
+
+
+def where(frames):
+    """(function, file name, line) of each frame."""
+    return [(f["func"], os.path.basename(f["file"]) if f["file"] else None, f["line"]) for f in frames]
+
+
+def three_stacks(report, access="READ"):
+    return (stack(report, r"%s by thread \d+ here:" % access),
+            stack(report, r"freed by thread \d+ here:"),
+            stack(report, r"previously allocated by thread \d+ here:"))
+
+
+def test_every_frame_of_a_g_program_names_file_and_line(runner):
+    res = runner.oscar("report_stacks")
+    v = parse_values(res.stdout)
+    report = assert_report(res, signal.SIGSEGV,
+                           re.escape("oscar: heap-use-after-free on address %s (READ)" % hexaddr(v["access"])),
+                           location_line(v["access"], v["ptr"], 48))
+    access, freed, allocated = three_stacks(report)
+    src = "report_stacks.c"
+    # report_stacks.c: make_record mallocs on line 12, drop_record frees on 18, read_record reads
+    # on 20; main calls them on lines 24, 26 and 28.
+    assert where(access)[:2] == [("read_record", src, 20), ("main", src, 28)], report
+    assert where(freed)[:2] == [("drop_record", src, 18), ("main", src, 26)], report
+    assert where(allocated)[:2] == [("make_record", src, 12), ("main", src, 24)], report
+    for frames in (access, freed, allocated):
+        assert [f["n"] for f in frames] == list(range(len(frames))), frames
+        for f in frames:
+            # (_start comes from crt1.o, built without debug information)
+            if f["module"].endswith("/report_stacks") and f["func"] != "_start":
+                assert f["file"] == str(PROGRAMS / src) and f["line"], (f, report)
+
+
+def test_inlined_function_is_a_frame_of_its_own(runner):
+    res = runner.oscar("report_inlined")
+    v = parse_values(res.stdout)
+    report = assert_report(res, signal.SIGSEGV,
+                           re.escape("oscar: heap-use-after-free on address %s (READ)" % hexaddr(v["access"])),
+                           location_line(v["access"], v["ptr"], 64))
+    access = stack(report, r"READ by thread \d+ here:")
+    source = PROGRAMS / "report_inlined.c"
+    src = source.name
+    assert where(access)[:3] == [("peek_value", src, marker_line(source, "LINE_PEEK")),
+                                 ("read_through_inline", src, marker_line(source, "LINE_CALL")),
+                                 ("main", src, marker_line(source, "LINE_MAIN"))], report
+    # The inlined frame and its caller are the same instruction.
+    assert access[0]["pc"] == access[1]["pc"] and access[0]["off"] == access[1]["off"], report
+    assert access[1]["pc"] != access[2]["pc"], report
+
+
+@pytest.mark.parametrize("what,access_kind", [("memset", "WRITE"), ("memcpy", "WRITE"), ("strlen", "READ")])
+def test_uaf_inside_libc_shows_main(runner, what, access_kind):
+    res = runner.oscar("uaf_in_libc", what)
+    v = parse_values(res.stdout)
+    report = assert_report(res, signal.SIGSEGV,
+                           re.escape("oscar: heap-use-after-free on address %s (%s)"
+                                     % (hexaddr(v["access"]), access_kind)),
+                           location_line(v["access"], v["ptr"], 100))
+    access = stack(report, r"%s by thread \d+ here:" % access_kind)
+    source = PROGRAMS / "uaf_in_libc.c"
+    assert re.search(r"/libc\.so\.6$", access[0]["module"]), report
+    assert where(access)[1] == ("main", source.name, marker_line(source, "LINE_ACCESS " + what)), report
+
+
+@pytest.fixture(scope="module")
+def nofp_program(tmp_path_factory):
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if not gcc:
+        pytest.skip("no C compiler (gcc) to build the -O2 -fomit-frame-pointer program")
+    out = tmp_path_factory.mktemp("nofp") / "report_nofp"
+    subprocess.run([gcc, "-O2", "-fomit-frame-pointer", "-g", "-fno-builtin", "-I", str(PROGRAMS),
+                    "-o", str(out), str(PROGRAMS / "report_nofp.c")], check=True)
+    return out
+
+
+def test_no_frame_pointers_all_three_stacks_reach_main(runner, nofp_program):
+    res = runner.oscar(nofp_program)
+    v = parse_values(res.stdout)
+    report = assert_report(res, signal.SIGSEGV,
+                           re.escape("oscar: heap-use-after-free on address %s (READ)" % hexaddr(v["access"])),
+                           location_line(v["access"], v["ptr"], 48))
+    access, freed, allocated = three_stacks(report)
+    source = PROGRAMS / "report_nofp.c"
+    src = source.name
+
+    def at(func, marker):
+        return (func, src, marker_line(source, marker))
+
+    assert where(access)[:3] == [at("read_record", "LINE_READ"), at("read_outer", "LINE_READ_OUTER"),
+                                 at("main", "LINE_MAIN_READ")], report
+    assert where(freed)[:3] == [at("drop_record", "LINE_FREE"), at("drop_outer", "LINE_DROP_OUTER"),
+                                at("main", "LINE_MAIN_DROP")], report
+    assert where(allocated)[:3] == [at("make_record", "LINE_MALLOC"), at("make_outer", "LINE_MAKE_OUTER"),
+                                    at("main", "LINE_MAIN_MAKE")], report
