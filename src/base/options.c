@@ -1,6 +1,7 @@
 /* options: see options.h. */
 #include "base/options.h"
 #include "base/fmt.h"
+#include "os/os.h"
 
 #include <stddef.h>
 
@@ -162,6 +163,11 @@ static void warn_unknown(const char *e) {
 void options_init(char **env) {
     for (int i = 0; i < OPT_COUNT; i++)
         int_values[i] = rows[i].def;
+    /* Secure execution (setuid, setgid, file capabilities): the environment belongs to a
+     * less privileged user, who must not name files to write or change how the program
+     * runs. Every setting keeps its default, silently, as glibc ignores MALLOC_ settings. */
+    if (os_secure())
+        return;
     for (; env && *env; env++) {
         const char *e = *env;
         if (e[0] != 'O' || e[1] != 'S' || e[2] != 'C' || e[3] != 'A' || e[4] != 'R' || e[5] != '_')

@@ -10,7 +10,9 @@ enum option_id {
     OPT_COUNT
 };
 
-/* Parse the environment; a bad value gets one warning line on stderr and the default. */
+/* Parse the environment; a bad value gets one warning line on stderr and the default. In a
+ * secure-execution process (AT_SECURE: setuid, setgid, file capabilities) every setting is
+ * ignored, silently. */
 void options_init(char **env);
 long options_int(enum option_id id);
 /* NULL when unset (or for non-string options). Points into environ. */

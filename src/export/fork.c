@@ -47,7 +47,6 @@
 extern void _IO_list_lock(void);
 extern void _IO_list_unlock(void);
 
-static int child_fd = -1;
 static int copy_err;
 static bool world_stopped;
 static bool registered; /* fork_init ran: these handlers are the mode's (not protect mode's) */
@@ -170,7 +169,7 @@ static void prepare(void) {
     world_stopped = world_stop() == 0;
     save_stdio_locks();
     sync_prepare();
-    copy_err = canon_copy_for_child(&child_fd);
+    copy_err = canon_fork_prepare();
 }
 
 static void parent_of(pid_t child) {
@@ -180,8 +179,7 @@ static void parent_of(pid_t child) {
         world_resume();
     world_stopped = false;
     if (!copy_err)
-        os_close(child_fd);
-    child_fd = -1;
+        canon_fork_parent();
     reclaim_unlock();
     keep_unlock();
     deferred_unlock();
@@ -228,6 +226,8 @@ static void child_common(bool libc_fork) {
     world_stopped = false;
     if (copy_err)
         report_fatal("fork: cannot copy the canonical heap for the child", copy_err);
+    if ((copy_err = canon_fork_child()) != 0)
+        report_fatal("fork: cannot map the canonical heap's copy in the child", copy_err);
     uintptr_t end = oscar_region.base + region_used();
     for (uintptr_t p = oscar_region.base; p < end;) {
         uint64_t e = region_load(p);
@@ -244,16 +244,13 @@ static void child_common(bool libc_fork) {
             next++;
             q += OSCAR_PAGE;
         }
-        int err = os_map_shadow((void *)p, q - p, child_fd, canon << OSCAR_PAGE_SHIFT, 0);
+        int err = canon_fork_child_map(p, q - p, canon);
         if (err)
             report_fatal("fork: cannot remap the heap in the child", err);
         reguard(p, q);
         p = q;
     }
     views_fork_child(); /* custom-allocator arenas and views (api.h) */
-    os_close(oscar_canon.fd);
-    oscar_canon.fd = child_fd;
-    child_fd = -1;
     stats_add(STAT_FORKS, 1);
     stack_after_fork();
     thread_after_fork_child();

@@ -242,7 +242,7 @@ static bool pages_done(const uintptr_t *page, const uint64_t *entry, uint32_t n)
     stats_add(STAT_SHADOWS_REVOKED, n);
     for (uint32_t i = 0; i < n; i++)
         if (entry[i] & QUEUED_EMPTY)
-            os_punch_hole(oscar_canon.fd, entry_canon(entry[i]) << OSCAR_PAGE_SHIFT, OSCAR_PAGE);
+            canon_punch(entry_canon(entry[i]), 1);
     return true;
 }
 

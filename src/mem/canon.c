@@ -6,12 +6,14 @@
  * so a span with free slots is never left detached and unlisted. */
 #include "mem/canon.h"
 #include "mem/maplimit.h"
+#include "mem/region.h"
 #include "base/options.h"
 #include "os/os.h"
 #include "base/size_class.h"
 #include "base/stats.h"
 
 #include <errno.h>
+#include <sys/resource.h>
 
 struct canon oscar_canon;
 
@@ -32,13 +34,71 @@ static struct pool reuse_pools[NUM_CLASSES];
 static int64_t idle_max_pages;
 static _Atomic int64_t idle_pages;
 
+/* The heap's descriptor, while it is still ours: the program may close it (closefrom) or put
+ * another file in its place (dup2). Checked by inode on the rare paths that use it (fork,
+ * stats); the heap itself never needs it (mappings and hole punches go through the window). */
+static bool fd_is_ours(void) {
+    int fd = oscar_canon.fd;
+    uint64_t dev, ino;
+    if (fd < 0)
+        return false;
+    if (os_fd_id(fd, &dev, &ino) == 0 && dev == oscar_canon.fd_dev && ino == oscar_canon.fd_ino)
+        return true;
+    oscar_canon.fd = -1; /* gone or replaced: never touched again */
+    return false;
+}
+
 /* For stats: physical memory counted once, not once per shadow alias. */
-static int canon_resident(uint64_t *bytes) { return os_file_resident(oscar_canon.fd, bytes); }
+static int canon_resident(uint64_t *bytes) {
+    return fd_is_ours() ? os_file_resident(oscar_canon.fd, bytes) : ENOENT;
+}
+
+/* A memfd of `bytes` bytes moved out of the program's way (high, close-on-exec), or -1: no
+ * descriptor free, or a finite RLIMIT_FSIZE below `bytes` (sizing it would raise SIGXFSZ;
+ * an anonymous shared object has no such limit). */
+static int new_memfd(uint64_t bytes, uint64_t *dev, uint64_t *ino) {
+    uint64_t fsize;
+    if (os_rlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize < bytes)
+        return -1;
+    int fd;
+    if (os_memfd("oscar-canonical-heap", &fd) != 0)
+        return -1;
+    /* Near the soft descriptor limit, but at most ~1000: a bigger number would make the
+     * kernel grow the process's descriptor table to it (memory, and fork copies it). */
+    uint64_t nofile;
+    int high = 1000;
+    if (os_rlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile < 1024)
+        high = nofile > 64 ? (int)nofile - 24 : (int)nofile / 2;
+    if (fd < high)
+        fd = os_fd_move_high(fd, high);
+    if (os_ftruncate(fd, bytes) != 0 || os_fd_id(fd, dev, ino) != 0) {
+        os_close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The canonical heap: a memfd when one can be had, else an anonymous shared object; mapped
+ * whole at `window`, from which every shadow is an alias (os_alias). */
+static int open_heap(uint64_t bytes, int *fd, uint64_t *dev, uint64_t *ino, uintptr_t *window) {
+    int err;
+    *fd = new_memfd(bytes, dev, ino);
+    void *w = os_map_window(bytes, *fd, &err);
+    if (!w && *fd >= 0) {
+        os_close(*fd);
+        *fd = -1;
+        w = os_map_window(bytes, -1, &err);
+    }
+    if (!w)
+        return err;
+    *window = (uintptr_t)w;
+    return 0;
+}
+
+#define MIN_CANON_BYTES (64ULL << 20)
 
 int canon_init(void) {
-    int err = os_memfd("oscar-canonical-heap", &oscar_canon.fd);
-    if (err)
-        return err;
+    int err = 0;
     stats_set_resident_hook(canon_resident);
     for (unsigned c = 0; c < NUM_CLASSES; c++) {
         oscar_lock_init(&class_pools[c].lock, LOCK_CLASS_POOL);
@@ -49,12 +109,24 @@ int canon_init(void) {
     if (oscar_canon.span_pages > 1 && !(oscar_canon.span_pages & (oscar_canon.span_pages - 1)))
         oscar_canon.span_shift = (unsigned)__builtin_ctz(oscar_canon.span_pages);
     idle_max_pages = (int64_t)options_int(OPT_KEEP_FREED_MIB) << (20 - OSCAR_PAGE_SHIFT);
-    /* The memfd is sparse: its size costs nothing until pages are touched. */
-    uint64_t bytes = 1ULL << 40;
-    while (bytes >= (1ULL << 30) && os_ftruncate(oscar_canon.fd, bytes) != 0)
-        bytes >>= 1;
-    if (bytes < (1ULL << 30))
-        return 12;
+    /* Sparse: its size costs nothing until pages are touched. Under a finite RLIMIT_AS the
+     * window counts, so it gets a quarter of the region (every canonical page in use is
+     * mapped by at least one shadow page), at least 64 MiB. */
+    uint64_t bytes = 1ULL << 40, span_bytes = (uint64_t)oscar_canon.span_pages << OSCAR_PAGE_SHIFT;
+    if (region_as_budget() != UINT64_MAX) {
+        uint64_t quarter = (oscar_region.end - oscar_region.base) / 4;
+        bytes = quarter < MIN_CANON_BYTES ? MIN_CANON_BYTES : quarter;
+    }
+    bytes -= bytes % span_bytes;
+    oscar_canon.fd = -1;
+    for (;; bytes = (bytes / 2) - (bytes / 2) % span_bytes) {
+        if (bytes < span_bytes)
+            return err ? err : ENOMEM;
+        err = open_heap(bytes, &oscar_canon.fd, &oscar_canon.fd_dev, &oscar_canon.fd_ino,
+                        &oscar_canon.window);
+        if (!err)
+            break;
+    }
     oscar_canon.max_pages = bytes >> OSCAR_PAGE_SHIFT;
     uint64_t nspans = oscar_canon.max_pages / oscar_canon.span_pages;
     oscar_canon.spans = os_alloc_meta(nspans * sizeof(struct span), &err);
@@ -119,9 +191,9 @@ static struct span *take_unused_span(void) {
     }
     oscar_lock_release(&empty_pool.lock);
     if (!s) {
-        uint64_t nspans = oscar_canon.max_pages / oscar_canon.span_pages;
         uint64_t id = atomic_fetch_add(&oscar_canon.next_span, 1);
-        if (id >= nspans)
+        /* (read after the claim: canon_shrink lowers it, then checks next_span) */
+        if (id >= atomic_load(&oscar_canon.max_pages) / oscar_canon.span_pages)
             return NULL;
         s = &oscar_canon.spans[id];
     }
@@ -274,12 +346,17 @@ bool canon_slot_is_free(uint64_t page, unsigned slot) {
 }
 
 int canon_map_shadow(uintptr_t sh, size_t len, uint64_t first, bool populate) {
-    int err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, populate);
+    void *src = (void *)(oscar_canon.window + (first << OSCAR_PAGE_SHIFT));
+    int err = os_alias(src, len, (void *)sh, populate);
     if (err == ENOMEM) {
         maplimit_on_enomem();
-        err = os_map_shadow((void *)sh, len, oscar_canon.fd, first << OSCAR_PAGE_SHIFT, populate);
+        err = os_alias(src, len, (void *)sh, populate);
     }
     return err;
+}
+
+void canon_punch(uint64_t first, uint64_t pages) {
+    os_remove((void *)(oscar_canon.window + (first << OSCAR_PAGE_SHIFT)), pages << OSCAR_PAGE_SHIFT);
 }
 
 bool canon_slots_free(uint64_t page, unsigned lo, unsigned hi) {
@@ -295,9 +372,7 @@ bool canon_packed_release(struct span *s, uint32_t n) {
 
 /* s has no claimed slot and nobody owns or lists it: give its memory back. */
 void canon_span_release_memory(struct span *s) {
-    uint64_t first = canon_span_first_page(s);
-    os_punch_hole(oscar_canon.fd, first << OSCAR_PAGE_SHIFT,
-                  (uint64_t)oscar_canon.span_pages << OSCAR_PAGE_SHIFT);
+    canon_punch(canon_span_first_page(s), oscar_canon.span_pages);
     stats_gauge_add(STAT_CANONICAL_BYTES, STAT_PEAK_CANONICAL_BYTES,
                     -(int64_t)oscar_canon.span_pages * (int64_t)OSCAR_PAGE);
     atomic_store(&s->state, SPAN_EMPTY);
@@ -389,20 +464,143 @@ void canon_unlock_all(void) {
         oscar_lock_release(&class_pools[c].lock);
 }
 
-int canon_copy_for_child(int *new_fd) {
-    int fd, err = os_memfd("oscar-canonical-heap", &fd);
+uint64_t canon_unused(void) {
+    uint64_t nspans = atomic_load(&oscar_canon.max_pages) / oscar_canon.span_pages;
+    uint64_t used = atomic_load(&oscar_canon.next_span);
+    return used < nspans ? (nspans - used) * oscar_canon.span_pages << OSCAR_PAGE_SHIFT : 0;
+}
+
+/* Unmap the whole pages of [lo, hi). */
+static void unmap_inside(uintptr_t lo, uintptr_t hi) {
+    lo = align_up(lo, OSCAR_PAGE);
+    hi &= ~(OSCAR_PAGE - 1);
+    if (hi > lo)
+        os_unmap((void *)lo, hi - lo);
+}
+
+void canon_shrink(uint64_t keep) {
+    uint64_t old = atomic_load(&oscar_canon.max_pages), pages;
+    do {
+        uint64_t used = atomic_load(&oscar_canon.next_span);
+        pages = (used + keep / ((uint64_t)oscar_canon.span_pages << OSCAR_PAGE_SHIFT)) *
+                oscar_canon.span_pages;
+        if (pages >= old)
+            return;
+        atomic_store(&oscar_canon.max_pages, pages);
+    } while (atomic_load(&oscar_canon.next_span) * oscar_canon.span_pages > pages);
+    os_unmap((void *)(oscar_canon.window + (pages << OSCAR_PAGE_SHIFT)),
+             (old - pages) << OSCAR_PAGE_SHIFT);
+    unmap_inside((uintptr_t)&oscar_canon.bits[pages], (uintptr_t)&oscar_canon.bits[old]);
+    unmap_inside((uintptr_t)&oscar_canon.done[pages], (uintptr_t)&oscar_canon.done[old]);
+    unmap_inside((uintptr_t)&oscar_canon.spans[pages / oscar_canon.span_pages],
+                 (uintptr_t)&oscar_canon.spans[old / oscar_canon.span_pages]);
+    if (fd_is_ours())
+        os_ftruncate(oscar_canon.fd, pages << OSCAR_PAGE_SHIFT);
+}
+
+/* ---- fork (export/fork.c). The child gets a private copy of the canonical heap, made
+ * before fork while every other thread is parked: a new memfd (or, without a descriptor or
+ * under a small RLIMIT_FSIZE, a new anonymous shared object) mapped at `copy`. The child
+ * moves it over its window and aliases its shadows from there; no descriptor is needed. */
+static struct {
+    int fd;
+    uint64_t dev, ino;
+    uintptr_t map;
+} copy = {-1, 0, 0, 0};
+
+static bool all_zero(const uint64_t *w, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (w[i])
+            return false;
+    return true;
+}
+
+/* The heap's descriptor is gone: copy the spans in use page by page from the window. Pages
+ * that read as zeros are holes in the copy, and made holes again here (reading a hole
+ * faulted a page in). */
+static void copy_from_window(void) {
+    uint64_t nspans = oscar_canon.max_pages / oscar_canon.span_pages;
+    uint64_t used = atomic_load(&oscar_canon.next_span);
+    if (used > nspans)
+        used = nspans;
+    for (uint64_t sp = 0; sp < used; sp++) {
+        if (atomic_load(&oscar_canon.spans[sp].state) == SPAN_EMPTY)
+            continue;
+        uint64_t first = sp * oscar_canon.span_pages;
+        for (uint64_t pg = first; pg < first + oscar_canon.span_pages; pg++) {
+            const uint64_t *from = (const uint64_t *)(oscar_canon.window + (pg << OSCAR_PAGE_SHIFT));
+            if (all_zero(from, OSCAR_PAGE / 8)) {
+                canon_punch(pg, 1);
+                continue;
+            }
+            uint64_t *to = (uint64_t *)(copy.map + (pg << OSCAR_PAGE_SHIFT));
+            for (size_t i = 0; i < OSCAR_PAGE / 8; i++)
+                to[i] = from[i];
+        }
+    }
+}
+
+/* Copy [0, len) of the heap's memfd into the copy, data ranges only. */
+static int copy_from_fd(uint64_t len) {
+    if (copy.fd >= 0)
+        return os_copy_file(oscar_canon.fd, copy.fd, len);
+    for (uint64_t pos = 0, data, hole; pos < len; pos = hole) {
+        int err = os_next_data(oscar_canon.fd, pos, &data, &hole);
+        if (err == ENXIO)
+            return 0;
+        if (err)
+            return err;
+        if (data >= len)
+            return 0;
+        if (hole > len)
+            hole = len;
+        if ((err = os_pread_all(oscar_canon.fd, (void *)(copy.map + data), hole - data, data)))
+            return err;
+    }
+    return 0;
+}
+
+int canon_fork_prepare(void) {
+    uint64_t bytes = oscar_canon.max_pages << OSCAR_PAGE_SHIFT;
+    int err = open_heap(bytes, &copy.fd, &copy.dev, &copy.ino, &copy.map);
     if (err)
         return err;
-    uint64_t bytes = oscar_canon.max_pages << OSCAR_PAGE_SHIFT;
-    err = os_ftruncate(fd, bytes);
-    if (!err) {
-        uint64_t used = atomic_load(&oscar_canon.next_span) * oscar_canon.span_pages;
-        err = os_copy_file(oscar_canon.fd, fd, used << OSCAR_PAGE_SHIFT);
-    }
-    if (err) {
-        os_close(fd);
+    uint64_t used = atomic_load(&oscar_canon.next_span) * oscar_canon.span_pages;
+    if (used > oscar_canon.max_pages)
+        used = oscar_canon.max_pages;
+    if (fd_is_ours())
+        err = copy_from_fd(used << OSCAR_PAGE_SHIFT);
+    else
+        copy_from_window();
+    if (err)
+        canon_fork_parent();
+    return err;
+}
+
+void canon_fork_parent(void) {
+    if (copy.map)
+        os_unmap((void *)copy.map, oscar_canon.max_pages << OSCAR_PAGE_SHIFT);
+    if (copy.fd >= 0)
+        os_close(copy.fd);
+    copy.map = 0;
+    copy.fd = -1;
+}
+
+int canon_fork_child(void) {
+    int err = os_move_mapping((void *)copy.map, oscar_canon.max_pages << OSCAR_PAGE_SHIFT,
+                              (void *)oscar_canon.window);
+    if (err)
         return err;
-    }
-    *new_fd = fd;
+    if (fd_is_ours())
+        os_close(oscar_canon.fd); /* the parent's heap */
+    oscar_canon.fd = copy.fd;
+    oscar_canon.fd_dev = copy.dev;
+    oscar_canon.fd_ino = copy.ino;
+    copy.map = 0;
+    copy.fd = -1;
     return 0;
+}
+
+int canon_fork_child_map(uintptr_t sh, size_t len, uint64_t first) {
+    return os_alias((void *)(oscar_canon.window + (first << OSCAR_PAGE_SHIFT)), len, (void *)sh, 0);
 }

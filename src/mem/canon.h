@@ -33,10 +33,12 @@ struct span {
 };
 
 struct canon {
-    int fd;
+    int fd;              /* the memfd, high and close-on-exec; -1: none, or no longer ours */
+    uint64_t fd_dev, fd_ino; /* what fd referred to (the program may close or replace it) */
+    uintptr_t window;    /* the whole heap mapped shared: shadows are aliases of it */
     unsigned span_pages; /* RUN_PAGES */
     unsigned span_shift; /* log2(span_pages) when it is a power of two (> 1), else 0 */
-    uint64_t max_pages;  /* size of the memfd in pages */
+    _Atomic uint64_t max_pages; /* size of the heap in pages (lowered by canon_shrink) */
     struct span *spans;  /* indexed by span number */
     _Atomic uint64_t (*bits)[4]; /* free-slot bitmap per canonical page (256 slots max) */
     _Atomic uint8_t *done;       /* packed pages: set by the free that finished the page */
@@ -94,13 +96,26 @@ bool canon_slot_is_free(uint64_t page, unsigned slot);
  * shadows, then calls canon_span_release_memory). */
 bool canon_packed_release(struct span *s, uint32_t n);
 /* Map canonical pages [first, first + len) at shadow address sh, prefaulted if populate;
- * near the kernel's mapping limit (ENOMEM) tell maplimit and try once more. 0 or an errno. */
+ * near the kernel's mapping limit (ENOMEM) tell maplimit and try once more. 0 or an errno.
+ * An alias of the window: no descriptor is used. */
 int canon_map_shadow(uintptr_t sh, size_t len, uint64_t first, bool populate);
+/* Give the memory of canonical pages [first, first + pages) back (a hole). */
+void canon_punch(uint64_t first, uint64_t pages);
 /* Are slots [lo, hi) of canonical page `page` all free? */
 bool canon_slots_free(uint64_t page, unsigned lo, unsigned hi);
 void canon_span_release_memory(struct span *s);
-/* Child side of fork: switch to a private copy of the canonical heap (fork.c). */
-int canon_copy_for_child(int *new_fd);
+/* RLIMIT_AS lowered after initialisation (mem/maplimit.c): give back all but `keep` bytes
+ * of never-used spans, with their window and metadata. canon_unused: what could be. */
+void canon_shrink(uint64_t keep);
+uint64_t canon_unused(void);
+/* fork (export/fork.c): prepare makes the child's private copy of the heap (0 or an errno;
+ * nothing left to undo on error); the parent then drops it; the child moves it in place of
+ * its window (0 or an errno), then maps each run of shadows from it. No step needs a free
+ * descriptor or the heap's own (a memfd is used when there is one). */
+int canon_fork_prepare(void);
+void canon_fork_parent(void);
+int canon_fork_child(void);
+int canon_fork_child_map(uintptr_t sh, size_t len, uint64_t first);
 /* fork.c takes these in order: class pools (ascending), the empty list, reuse pools. */
 void canon_lock_all(void);
 void canon_unlock_all(void);

@@ -3,8 +3,12 @@
 #include "base/fmt.h"
 #include "base/core.h"
 #include "base/options.h"
+#include "mem/canon.h"
+#include "mem/region.h"
 #include "os/os.h"
 #include "base/stats.h"
+
+#include <sys/resource.h>
 
 /* Called when the count is below the soft limit again (heap/deferred.c revokes what it
  * deferred). Set once at init. */
@@ -12,10 +16,19 @@ static void (*relief_hook)(void);
 
 static long max_map_count = 65530, soft_limit;
 static _Atomic long estimate, next_recount;
+/* Mappings added and removed (sum of |delta|) since the last recount. */
+static _Atomic long changes;
 static atomic_int degraded, warned;
 static atomic_flag recounting = ATOMIC_FLAG_INIT;
 
 #define HYSTERESIS 1024
+/* The predictions (mapview.h) miss some of the kernel's merges: a large object moved in from
+ * the keep merges or not with its neighbours once its pages move out again, depending on
+ * the kernel. So the estimate is recounted once this many mappings were added or removed
+ * since the last count: a recount reads as many lines as there are mappings, so its cost
+ * per change stays constant (a few per cent of the system calls that made the changes),
+ * and the estimate never drifts by more than a small share of it. */
+#define DRIFT_CHANGES(n) (64 + (n) / 16)
 #define RECOUNT_STEP 512
 
 /* The estimate can drift (mappings made by the program, merges we do not predict), so we
@@ -64,6 +77,7 @@ static void recount(void) {
     long lines;
     if (os_count_lines("/proc/self/maps", &lines) == 0) {
         stats_add(STAT_MAPPING_RECOUNTS, 1);
+        atomic_store(&changes, 0);
         atomic_store(&estimate, lines);
         atomic_store(&oscar_stats[STAT_MAPPINGS_ESTIMATE], (uint64_t)lines);
         stats_raise_peak(STAT_PEAK_MAPPINGS_ESTIMATE, (uint64_t)lines);
@@ -95,7 +109,10 @@ void maplimit_add(long delta) {
                           memory_order_relaxed);
     if (delta > 0)
         stats_raise_peak(STAT_PEAK_MAPPINGS_ESTIMATE, (uint64_t)now);
+    long abs_delta = delta < 0 ? -delta : delta;
+    long changed = atomic_fetch_add_explicit(&changes, abs_delta, memory_order_relaxed) + abs_delta;
     if (now >= atomic_load_explicit(&next_recount, memory_order_relaxed) ||
+        changed >= DRIFT_CHANGES(now) ||
         (delta < 0 && atomic_load_explicit(&degraded, memory_order_relaxed) &&
          now < soft_limit - HYSTERESIS))
         recount();
@@ -111,7 +128,39 @@ bool maplimit_plenty(void) {
     return atomic_load_explicit(&estimate, memory_order_relaxed) < soft_limit / 2;
 }
 
+/* The program lowered RLIMIT_AS below what Oscar reserved at initialisation (a shell's
+ * `ulimit -v`): give back the never-used tops of the region and of the canonical heap, down
+ * to a share of what is left, so that the program's own mappings and ours fit again. One
+ * warning. True when something was given back. */
+static bool fit_address_space_limit(void) {
+    uint64_t limit, vm;
+    if (os_rlimit(RLIMIT_AS, &limit) != 0 || limit == UINT64_MAX ||
+        os_status_bytes("VmSize:", &vm) != 0 || vm + (64ULL << 20) < limit)
+        return false;
+    /* (with their metadata: 8 bytes of page table and 16 of stack records per region page,
+     * about 40 bytes per canonical page) */
+    uint64_t spare = region_unused() / 4096 * (4096 + 24) + canon_unused() / 4096 * (4096 + 40);
+    if (spare < (64ULL << 20))
+        return false;
+    uint64_t rest = vm > spare ? vm - spare : 0, room = limit > rest ? (limit - rest) / 4 * 3 : 0;
+    region_shrink(room / 8 * 5);
+    canon_shrink(room / 8);
+    static atomic_int told;
+    if (!atomic_exchange(&told, 1)) {
+        char buf[256];
+        struct fmt f = FMT_INIT(buf);
+        fmt_str(&f, "oscar: warning: RLIMIT_AS was lowered to ");
+        fmt_i64(&f, (int64_t)(limit >> 20));
+        fmt_str(&f, " MiB: the heap's unused address space is given back; addresses of freed "
+                    "objects are handed out again once the rest is used up\n");
+        fmt_flush(&f, 2);
+    }
+    return true;
+}
+
 void maplimit_on_enomem(void) {
+    if (fit_address_space_limit())
+        return;
     atomic_store(&next_recount, 0);
     recount();
 }

@@ -1,8 +1,9 @@
 /* maplimit: the kernel's per-process mapping limit (vm.max_map_count, 65530 by default).
  *
  * We keep an estimate of the process's mappings: the count read from /proc/self/maps at
- * start plus the change each of our own mmaps makes (mapview.h), recounted now and then
- * of neighbouring pages). When the estimate reaches the soft limit (max_map_count minus
+ * start plus the change each of our own mmaps makes (mapview.h), recounted once the changes
+ * since the last count add up to a sixteenth of it (the predictions miss some of the kernel's
+ * merges of neighbouring pages), so it never drifts far. When the estimate reaches the soft limit (max_map_count minus
  * OSCAR_MAP_RESERVE) we recount for real; if the process is really that close, Oscar
  * degrades: a free whose revocation would split a mapping defers the revocation instead
  * (its slot is never reused while its shadow stays mapped), and says so once on stderr.

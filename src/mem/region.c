@@ -1,7 +1,10 @@
 /* region: see region.h. */
 #include "mem/region.h"
 #include "base/options.h"
+#include "base/fmt.h"
 #include "os/os.h"
+
+#include <sys/resource.h>
 
 /* The reclaim sweep's calls (heap/reclaim.c registers them at init, before the first
  * region_take). */
@@ -11,45 +14,197 @@ void region_set_hooks(const struct region_hooks *h) { hooks = *h; }
 
 struct region oscar_region;
 
+/* Address space Oscar may reserve under a finite RLIMIT_AS: three quarters of what the
+ * process has left at initialisation (the heap is most of a program's memory; the program
+ * keeps a quarter for its own mappings, stacks and libraries). UINT64_MAX when unlimited. */
+static uint64_t as_budget = UINT64_MAX;
+
+uint64_t region_as_budget(void) { return as_budget; }
+
+/* After a window aligned to 1 GiB or more (packed.c's poison window, 4 GiB-aligned), the
+ * bump pointer skips a random number of 2 MiB steps (up to 4 GiB): otherwise that alignment
+ * would fix bits 21-31 of every address handed out after it. */
+#define GAP_AFTER_ALIGN (1UL << 30)
+#define GAP_MAX (4UL << 30)
+
+/* The end of what the bump pointer may hand out: the region's end, lowered by region_shrink. */
+static _Atomic uintptr_t region_top;
+
+#define MIN_REGION (64UL << 20)
+#define HUGE_ALIGN (2UL << 20)
+
+static void warn_as_limit(uint64_t limit, size_t size) {
+    char buf[400];
+    struct fmt f = FMT_INIT(buf);
+    fmt_str(&f, "oscar: warning: RLIMIT_AS is ");
+    fmt_i64(&f, (int64_t)(limit >> 20));
+    fmt_str(&f, " MiB: the heap's address space is ");
+    fmt_i64(&f, (int64_t)(size >> 20));
+    fmt_str(&f, " MiB (OSCAR_VA_GIB=");
+    fmt_i64(&f, options_int(OPT_VA_GIB));
+    fmt_str(&f, " GiB asked); addresses of freed objects are handed out again once it is "
+                "used up\n");
+    fmt_flush(&f, 2);
+}
+
 int region_init(void) {
     size_t size = (size_t)options_int(OPT_VA_GIB) << 30;
+    uint64_t limit;
+    bool limited = false;
+    if (os_rlimit(RLIMIT_AS, &limit) == 0 && limit != UINT64_MAX) {
+        uint64_t vm = 0;
+        os_status_bytes("VmSize:", &vm);
+        as_budget = limit > vm ? (limit - vm) / 4 * 3 : 0;
+        /* The region and its page table, the canonical heap's window (a quarter of the
+         * region: mem/canon.c) and the per-page metadata fit in the budget. */
+        size_t cap = (size_t)(as_budget / 8 * 5) & ~(HUGE_ALIGN - 1);
+        if (size > cap) {
+            size = cap < MIN_REGION ? MIN_REGION : cap;
+            limited = true;
+        }
+    }
     int err = 0;
-    for (; size >= (1UL << 30); size >>= 1) {
-        /* Over-reserve by 2 MiB so the base can be aligned: runs then start on 2 MiB
+    for (; size >= MIN_REGION; size = (size / 2) & ~(HUGE_ALIGN - 1)) {
+        /* Placed by the kernel, then moved up by a random number of 2 MiB steps within
+         * `slack` (up to 4 TiB): heap addresses get at least the kernel's own mmap entropy.
+         * Over-reserved by 2 MiB so the base can be aligned: runs then start on 2 MiB
          * boundaries, which keeps page-table pages from being shared between regions. */
-        void *p = os_reserve(size + (2UL << 20), &err);
+        size_t slack = size / 4 < (4UL << 40) ? (size / 4) & ~(HUGE_ALIGN - 1) : 4UL << 40;
+        size_t total = size + slack + HUGE_ALIGN;
+        char *p = os_reserve(total, &err);
+        if (!p && slack) {
+            slack = 0;
+            total = size + HUGE_ALIGN;
+            p = os_reserve(total, &err);
+        }
         if (!p)
             continue;
         size_t pages = size >> OSCAR_PAGE_SHIFT;
         void *table = os_alloc_meta(pages * sizeof(uint64_t), &err);
         if (!table) {
-            os_unmap(p, size + (2UL << 20));
+            os_unmap(p, total);
             continue;
         }
-        oscar_region.base = align_up((uintptr_t)p, 2UL << 20);
-        oscar_region.end = oscar_region.base + size;
+        uintptr_t off = slack ? (uintptr_t)(os_random() % (slack / HUGE_ALIGN + 1)) * HUGE_ALIGN : 0;
+        uintptr_t base = align_up((uintptr_t)p, HUGE_ALIGN) + off;
+        /* Only the region stays reserved (a finite RLIMIT_AS counts every reservation). */
+        if (base > (uintptr_t)p)
+            os_unmap(p, base - (uintptr_t)p);
+        if ((uintptr_t)p + total > base + size)
+            os_unmap((void *)(base + size), (uintptr_t)p + total - (base + size));
+        oscar_region.base = base;
+        oscar_region.end = base + size;
         oscar_region.table = table;
         atomic_store(&oscar_region.bump, oscar_region.base);
+        atomic_store(&region_top, oscar_region.end);
+        if (limited)
+            warn_as_limit(limit, size);
         return 0;
     }
     return err ? err : 12;
+}
+
+/* Gaps of 64 MiB and more that will never be handed out (the alignment gap before a 4 GiB-
+ * aligned window, the random gap after it): region_shrink gives them back too. */
+#define BIG_GAP (64UL << 20)
+#define MAX_BIG_GAPS 8
+static struct {
+    uintptr_t lo, hi;
+} big_gaps[MAX_BIG_GAPS];
+static _Atomic unsigned n_big_gaps;
+
+static void note_gap(uintptr_t lo, uintptr_t hi) {
+    if (hi - lo < BIG_GAP)
+        return;
+    unsigned i = atomic_fetch_add(&n_big_gaps, 1);
+    if (i < MAX_BIG_GAPS) {
+        big_gaps[i].lo = lo;
+        big_gaps[i].hi = hi;
+    }
+}
+
+/* Skip a random gap after `from` if nobody took addresses since. */
+static void random_gap(uintptr_t from) {
+    size_t room = (oscar_region.end - from) / 16, max = room < GAP_MAX ? room : GAP_MAX;
+    uintptr_t gap = max >= HUGE_ALIGN ? (uintptr_t)(os_random() % (max / HUGE_ALIGN)) * HUGE_ALIGN : 0;
+    uintptr_t cur = from;
+    if (gap && atomic_compare_exchange_strong(&oscar_region.bump, &cur, from + gap)) {
+        region_abandon(from, from + gap);
+        note_gap(from, from + gap);
+        if (hooks.note_bump)
+            hooks.note_bump(from + gap);
+    }
 }
 
 uintptr_t region_take(size_t len, size_t align) {
     uintptr_t cur = atomic_load_explicit(&oscar_region.bump, memory_order_relaxed);
     for (;;) {
         uintptr_t start = align_up(cur, align < OSCAR_PAGE ? OSCAR_PAGE : align);
-        if (start + len < start || start + len > oscar_region.end)
+        uintptr_t end = atomic_load_explicit(&region_top, memory_order_relaxed);
+        if (start + len < start || start + len > end)
             return hooks.recycle ? hooks.recycle(len, align) : 0; /* used up: old addresses, or 0 */
-        if (atomic_compare_exchange_weak_explicit(&oscar_region.bump, &cur, start + len,
-                                                  memory_order_relaxed, memory_order_relaxed)) {
-            if (start > cur)
+        if (atomic_compare_exchange_strong_explicit(&oscar_region.bump, &cur, start + len,
+                                                    memory_order_seq_cst, memory_order_relaxed)) {
+            /* region_shrink lowered the top meanwhile: these addresses are not ours. */
+            if (start + len > atomic_load(&region_top))
+                return 0;
+            if (start > cur) {
                 region_abandon(cur, start); /* the alignment gap */
+                note_gap(cur, start);
+            }
             if (hooks.note_bump)
                 hooks.note_bump(start + len);
+            if (align >= GAP_AFTER_ALIGN)
+                random_gap(start + len);
             return start;
         }
     }
+}
+
+/* Hooks of the layers above that size a table by the region (report/stack.c's records). */
+static void (*shrink_hook)(uintptr_t new_end);
+
+void region_set_shrink_hook(void (*hook)(uintptr_t new_end)) { shrink_hook = hook; }
+
+uint64_t region_unused(void) {
+    uintptr_t t = atomic_load(&region_top), b = align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN);
+    uint64_t gaps = 0;
+    for (unsigned i = 0; i < atomic_load(&n_big_gaps) && i < MAX_BIG_GAPS; i++)
+        gaps += big_gaps[i].hi - big_gaps[i].lo;
+    return (t > b ? t - b : 0) + gaps;
+}
+
+void region_shrink(uint64_t keep) {
+    /* The big gaps below the bump pointer first: they hold nothing and never will (a
+     * mapping the kernel later places there is not ours; nothing of ours maps there). */
+    static atomic_flag gaps_given_back = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&gaps_given_back)) {
+        unsigned n = atomic_load(&n_big_gaps);
+        for (unsigned i = 0; i < n && i < MAX_BIG_GAPS; i++) {
+            uintptr_t lo = align_up(big_gaps[i].lo, REGION_CHUNK), hi = big_gaps[i].hi & ~(REGION_CHUNK - 1);
+            if (hi > lo)
+                os_unmap((void *)lo, hi - lo);
+        }
+    }
+    uintptr_t old = atomic_load(&region_top), t;
+    do {
+        uintptr_t b = align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN);
+        t = b + (keep & ~(HUGE_ALIGN - 1));
+        if (t >= old)
+            return;
+        atomic_store(&region_top, t);
+        /* A region_take that read the old top and moved the bump above t after this load
+         * reads t after its move, and gives the addresses up. */
+    } while (align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN) > t);
+    oscar_region.end = t;
+    os_unmap((void *)t, old - t);
+    /* The page table's entries for [t, old), whole pages of it. */
+    uintptr_t lo = align_up((uintptr_t)&oscar_region.table[(t - oscar_region.base) >> OSCAR_PAGE_SHIFT], OSCAR_PAGE);
+    uintptr_t hi = (uintptr_t)&oscar_region.table[(old - oscar_region.base) >> OSCAR_PAGE_SHIFT] & ~(OSCAR_PAGE - 1);
+    if (hi > lo)
+        os_unmap((void *)lo, hi - lo);
+    if (shrink_hook)
+        shrink_hook(t);
 }
 
 static void abandon_pages(uintptr_t lo, uintptr_t hi) {
@@ -71,4 +226,13 @@ void region_abandon(uintptr_t lo, uintptr_t hi) {
 
 uintptr_t region_used(void) {
     return atomic_load_explicit(&oscar_region.bump, memory_order_relaxed) - oscar_region.base;
+}
+
+const char *page_kind_name(enum page_kind k) {
+    static const char *const names[1 << ENTRY_KIND_BITS] = {
+#define PAGE_KIND(id, value, name, what) [value] = name,
+#include "mem/page_kinds.def"
+#undef PAGE_KIND
+    };
+    return (unsigned)k < (1u << ENTRY_KIND_BITS) && names[k] ? names[k] : "?";
 }

@@ -11,29 +11,11 @@
 
 /* Page entry: kind in the low 4 bits, payload above. */
 enum page_kind {
-    PK_NONE = 0,         /* never handed out (PROT_NONE reservation, alignment gap) */
-    PK_READY = 1,        /* small shadow mapped, waiting in a thread cache */
-    PK_SMALL = 2,        /* small shadow holding a live object */
-    PK_SMALL_FREED = 3,  /* small shadow revoked (PROT_NONE) */
-    PK_LARGE = 4,        /* first page of a live large object; payload = requested size */
-    PK_LARGE_FREED = 5,  /* first page of a freed large object (PROT_NONE) */
-    PK_LARGE_TAIL = 6,   /* later page of a large object; payload = distance to first page */
-    PK_DEFERRED = 7,  /* small object freed but its shadow still mapped (mapping limit) */
-    PK_PACKED = 8,       /* shadow of a whole canonical page, one object per slot (packed.h) */
-    PK_PACKED_FREED = 9, /* packed shadow revoked: every object on it was freed */
-    PK_SMALL_GUARDED = 10, /* small object freed; its shadow page carries a guard marker
-                            * (still part of its run's kernel mapping) */
-    PK_LARGE_GUARDED = 11, /* first page of a freed large object still mapped as private
-                            * memory: guard markers, or (mapping limit, no guards) dropped */
-    PK_PACKED_GUARDED = 15, /* packed shadow revoked by a guard marker (still part of its
-                             * span's kernel mapping) */
-    PK_POISON = 12,        /* never mapped; freed packed objects are filled with pointers
-                            * here, so a pointer read back from one faults (packed.h) */
-    PK_ARENA = 13,         /* custom-allocator arena page (oscar_arena_alloc, api.h);
-                            * payload: dead bit, distance to its first page */
-    PK_VIEW = 14,          /* custom-allocator view page (oscar_view_create, api.h); same
-                            * payload; dead = revoked (PROT_NONE) */
+#define PAGE_KIND(id, value, name, what) PK_##id = value,
+#include "mem/page_kinds.def"
+#undef PAGE_KIND
 };
+const char *page_kind_name(enum page_kind k);
 #define ENTRY_KIND_BITS 4
 
 /* Small payload: canonical page (32 bits) | size class (6) | slot (9) | requested size (12).
@@ -84,14 +66,27 @@ static inline void region_store(uintptr_t a, uint64_t e) {
     atomic_store_explicit(region_entry(a), e, memory_order_release);
 }
 
-/* Reserve the region (size from OSCAR_VA_GIB, halved until the kernel agrees). */
+/* Reserve the region (size from OSCAR_VA_GIB, halved until the kernel agrees; under a finite
+ * RLIMIT_AS, sized to the budget below with one warning), placed by the kernel and moved up
+ * by a random offset. */
 int region_init(void);
+/* Bytes of address space Oscar may reserve in all (three quarters of what a finite RLIMIT_AS left at
+ * initialisation); UINT64_MAX when unlimited. Every reservation sized by the region (its
+ * table, the canonical heap, the stack store) fits in it. */
+uint64_t region_as_budget(void);
 /* Take len bytes (multiple of a page) aligned to align from the bump pointer, or 0 when the
- * region is exhausted. Lock-free. */
+ * region is exhausted. Lock-free. After a take aligned to 1 GiB or more, the bump pointer
+ * skips a random gap (that alignment would fix the low bits of every later address). */
 uintptr_t region_take(size_t len, size_t align);
 /* [lo, hi) will never be handed out: mark it so (reclaim.h). Only the pages of partly
  * covered chunks are written; whole chunks are marked by a byte each. */
 void region_abandon(uintptr_t lo, uintptr_t hi);
+/* RLIMIT_AS lowered after initialisation (maplimit.c, on ENOMEM): give back all but `keep`
+ * bytes of the never-used top of the region, with its page-table entries (and the stack
+ * records: the hook). region_unused: the bytes that could be given back. */
+void region_shrink(uint64_t keep);
+uint64_t region_unused(void);
+void region_set_shrink_hook(void (*hook)(uintptr_t new_end));
 /* Bytes of the region handed out so far. */
 uintptr_t region_used(void);
 /* The region is handed back in chunks of this size: the reclaim sweep (heap/reclaim.c) gives

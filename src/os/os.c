@@ -8,6 +8,7 @@
 #include <linux/falloc.h>
 #include <sys/mman.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -472,3 +473,110 @@ bool os_child_gone(int pid) {
     long r = sys6(SYS_waitid, 1, pid, (long)&info, 4 | 1 | 0x01000000, 0, 0);
     return r == 0 && info.si_pid == pid; /* a zombie: exited, not reaped yet */
 }
+
+
+/* ---- Descriptors, limits and the canonical heap's window (mem/canon.c, mem/region.c,
+ * base/options.c; issue 18). */
+
+int os_rlimit(int resource, uint64_t *soft) {
+    struct rlimit rl;
+    int err = err_of(sys6(SYS_getrlimit, resource, (long)&rl, 0, 0, 0, 0));
+    if (!err)
+        *soft = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+    return err;
+}
+
+int os_fd_id(int fd, uint64_t *dev, uint64_t *ino) {
+    struct stat st;
+    int err = err_of(sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0));
+    if (!err) {
+        *dev = (uint64_t)st.st_dev;
+        *ino = (uint64_t)st.st_ino;
+    }
+    return err;
+}
+
+int os_fd_move_high(int fd, int min) {
+    os_count(OS_CALL_OTHER);
+    long r = sys6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min, 0, 0, 0);
+    if (err_of(r))
+        return fd;
+    sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+    return (int)r;
+}
+
+void *os_map_window(size_t len, int fd, int *err) {
+    return mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_NORESERVE | (fd < 0 ? MAP_ANONYMOUS : 0), fd, 0, err);
+}
+
+int os_alias(void *src, size_t len, void *dst, int want_populate) {
+    os_count(OS_CALL_MREMAP);
+    /* old_size 0 on a shared mapping: a second mapping of the same pages. MREMAP_FIXED is
+     * safe: dst is always inside our own reservation. */
+    long r = sys6(SYS_mremap, (long)src, 0, (long)len, MREMAP_MAYMOVE | MREMAP_FIXED, (long)dst, 0);
+    if (err_of(r))
+        return err_of(r);
+    if (want_populate && atomic_load_explicit(&populate_write_works, memory_order_relaxed)) {
+        os_count(OS_CALL_OTHER);
+        long p = sys6(SYS_madvise, (long)dst, (long)len, MADV_POPULATE_WRITE, 0, 0, 0);
+        if (err_of(p) == EINVAL)
+            atomic_store(&populate_write_works, 0);
+    }
+    return 0;
+}
+
+int os_move_mapping(void *from, size_t len, void *to) {
+    os_count(OS_CALL_MREMAP);
+    return err_of(sys6(SYS_mremap, (long)from, (long)len, (long)len,
+                       MREMAP_MAYMOVE | MREMAP_FIXED, (long)to, 0));
+}
+
+int os_remove(void *addr, size_t len) {
+    os_count(OS_CALL_MADVISE);
+    return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_REMOVE, 0, 0, 0));
+}
+
+int os_pread_all(int fd, void *buf, size_t len, uint64_t off) {
+    char *p = buf;
+    while (len > 0) {
+        os_count(OS_CALL_OTHER);
+        long n = sys6(SYS_pread64, fd, (long)p, (long)len, (long)off, 0, 0);
+        if (n == -EINTR)
+            continue;
+        if (err_of(n))
+            return err_of(n);
+        if (n == 0)
+            return EIO;
+        p += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int os_next_data(int fd, uint64_t from, uint64_t *data, uint64_t *hole) {
+    os_count(OS_CALL_OTHER);
+    long d = sys6(SYS_lseek, fd, (long)from, SEEK_DATA, 0, 0, 0);
+    if (err_of(d))
+        return err_of(d);
+    os_count(OS_CALL_OTHER);
+    long h = sys6(SYS_lseek, fd, d, SEEK_HOLE, 0, 0, 0);
+    if (err_of(h))
+        return err_of(h);
+    *data = (uint64_t)d;
+    *hole = (uint64_t)h;
+    return 0;
+}
+
+uint64_t os_random(void) {
+    uint64_t v = 0;
+    if (sys6(SYS_getrandom, (long)&v, sizeof v, 1 /* GRND_NONBLOCK */, 0, 0, 0) != sizeof v) {
+        /* No entropy yet (early boot): the kernel's AT_RANDOM bytes, mixed with time. */
+        const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);
+        v = (at ? at[0] ^ at[1] : 0) ^ os_monotonic_ns() * 0x9E3779B97F4A7C15ULL;
+    }
+    return v;
+}
+
+bool os_secure(void) { return getauxval(AT_SECURE) != 0; }

@@ -128,4 +128,31 @@ void os_futex_wake_shared(_Atomic uint32_t *word, int n);
 void *os_map_shared_anon(size_t len, int *err);
 /* Has child pid exited (a zombie, or reaped)? The child is not reaped. */
 bool os_child_gone(int pid);
+/* Descriptors, limits and the canonical heap's window (issue 18). */
+/* The soft limit of an RLIMIT_* resource; UINT64_MAX when unlimited. */
+int os_rlimit(int resource, uint64_t *soft);
+/* Device and inode of what descriptor fd refers to (is it still ours?). */
+int os_fd_id(int fd, uint64_t *dev, uint64_t *ino);
+/* Move fd to the lowest free descriptor >= min, close-on-exec; returns the new one (or fd
+ * itself when none is free there). */
+int os_fd_move_high(int fd, int min);
+/* Kernel-placed shared read-write NORESERVE mapping of [0, len) of fd; fd < 0: of a new
+ * anonymous shared object (no descriptor, no file size limit). */
+void *os_map_window(size_t len, int fd, int *err);
+/* Map the pages of the shared mapping at [src, src + len) a second time at dst, replacing
+ * what is there (inside our reservation), prefaulted for writing when asked. */
+int os_alias(void *src, size_t len, void *dst, int populate);
+/* Move the mapping [from, from + len) to `to`, replacing what is there. */
+int os_move_mapping(void *from, size_t len, void *to);
+/* Give the memory of a shared writable range back (MADV_REMOVE: a hole in its file). */
+int os_remove(void *addr, size_t len);
+/* pread the whole range, retrying on EINTR / short reads. */
+int os_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* The next data range [*data, *hole) of fd at or after `from` (SEEK_DATA / SEEK_HOLE); ENXIO
+ * when only holes remain. */
+int os_next_data(int fd, uint64_t from, uint64_t *data, uint64_t *hole);
+/* 64 random bits (getrandom; AT_RANDOM and the clock when it has no entropy yet). */
+uint64_t os_random(void);
+/* Is this a secure-execution process (setuid, setgid, file capabilities: AT_SECURE)? */
+bool os_secure(void);
 #endif

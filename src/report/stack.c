@@ -24,6 +24,7 @@ struct stack_slot {
 static struct stack_slot *slots;
 static uint64_t slot_mask;
 static struct obj_record *records;
+static size_t records_pages;
 static uintptr_t lib_lo, lib_hi; /* liboscar's mapped image */
 extern void *__libc_stack_end;
 static __thread uintptr_t stack_top __attribute__((tls_model("initial-exec")));
@@ -54,6 +55,17 @@ static void find_own_image(void) {
     lib_hi = lib_lo + hi;
 }
 
+/* The region gave back its top (RLIMIT_AS lowered): so do the records of its pages. */
+static void records_shrink(uintptr_t new_end) {
+    uintptr_t lo = (uintptr_t)&records[(new_end - oscar_region.base) >> OSCAR_PAGE_SHIFT];
+    uintptr_t hi = (uintptr_t)&records[records_pages];
+    lo = align_up(lo, OSCAR_PAGE);
+    hi &= ~(OSCAR_PAGE - 1);
+    if (hi > lo)
+        os_unmap((void *)lo, hi - lo);
+    records_pages = (new_end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
+}
+
 int stack_init(void) {
     stack_depth = (int)options_int(OPT_STACK_DEPTH);
     size_t pages = (oscar_region.end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
@@ -61,7 +73,12 @@ int stack_init(void) {
     records = os_alloc_meta(pages * sizeof(struct obj_record), &err);
     if (!records)
         return err;
+    records_pages = pages;
+    region_set_shrink_hook(records_shrink);
     size_t bytes = (size_t)options_int(OPT_STACK_STORE_MIB) << 20;
+    /* Under a finite RLIMIT_AS, a thirty-second of Oscar's share (mem/region.h). */
+    if (region_as_budget() != UINT64_MAX && bytes > region_as_budget() / 32)
+        bytes = (size_t)(region_as_budget() / 32);
     uint64_t n = 1;
     while ((n << 1) * sizeof(struct stack_slot) <= bytes)
         n <<= 1;
@@ -113,14 +130,12 @@ static int walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int ma
     }
     /* Only read inside [sp, top): every byte there is mapped stack. A thread on another
      * stack (signal stack, coroutine) keeps just the first frame. */
-    bool same_stack = top - sp <= (64UL << 20);
-    for (int steps = 0; n < max && steps < max + 64; steps++) {
-        if (!stack_is_ours(r.pc))
+    if (top - sp > (64UL << 20)) {
+        if (!stack_is_ours(r.pc) && n < max)
             out[n++] = r.pc;
-        if (!same_stack || n == max || !unwind_step(&r, sp, top, may_refresh))
-            break;
+        return n;
     }
-    return n;
+    return unwind_walk(&r, sp, top, may_refresh, lib_lo, lib_hi, out, n, max);
 }
 
 int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max) {

@@ -1,0 +1,232 @@
+"""Descriptors, resource limits, secure execution and address placement (issue 18, defects 5,
+6, 7, 13, 14, 21): every test here passes under glibc as it is, and must under Oscar in strict
+and fast mode."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import LIB, assert_clean_run, assert_same_output, parse_values
+
+MODES = {"strict": {}, "fast": {"OSCAR_MODE": "fast"}}
+AS_WARNING = (r"oscar: warning: RLIMIT_AS is \d+ MiB: the heap's address space is \d+ MiB "
+              r"\(OSCAR_VA_GIB=\d+ GiB asked\); addresses of freed objects are handed out again "
+              r"once it is used up")
+# The region sized to the limit may be used up: then addresses are handed out again (reclaim.c).
+USED_UP = r"oscar: warning: the shadow address space is used up \(\d+ GiB\): .*"
+# The shell itself runs under Oscar: its `ulimit -v` lowers the limit under its own reservation.
+AS_LOWERED_WARNING = (r"oscar: warning: RLIMIT_AS was lowered to \d+ MiB: the heap's unused "
+                      r"address space is given back; addresses of freed objects are handed out "
+                      r"again once the rest is used up")
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 5: the heap's descriptor
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", ["dup2", "closefrom", "nofd"])
+def test_program_owns_its_descriptors(runner, tmp_path, mode, shape):
+    """dup2 of the program's file onto every open descriptor (the heap's among them),
+    closefrom(3), and a fork with every descriptor in use: the heap keeps working, the child
+    too, and the program's file stays empty (no heap bytes written into it)."""
+    args = [shape] + ([str(tmp_path / "file")] if shape == "dup2" else [])
+    expected = runner.glibc("heap_descriptor", *args)
+    res = runner.oscar("heap_descriptor", *args, env=MODES[mode])
+    assert_same_output(res, expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bash_exec_onto_descriptor_3(runner, mode):
+    res = runner.oscar(["bash", "-c", "exec 3>&1; echo ok; exec 4>&1 5>&1 6>&1; echo again"],
+                       env=MODES[mode])
+    assert_clean_run(res)
+    assert res.stdout == "ok\nagain\n", res.describe()
+
+
+def test_heap_descriptor_is_high_and_close_on_exec(runner):
+    """The heap's memfd sits far above the program's descriptors, close-on-exec."""
+    script = ('for f in /proc/$$/fd/*; do n=${f##*/}; '
+              'echo "$n $(readlink $f) $(grep flags /proc/$$/fdinfo/$n)"; done')
+    res = runner.oscar(["bash", "-c", script])
+    assert_clean_run(res)
+    heap = [l.split() for l in res.stdout.splitlines() if "oscar-canonical-heap" in l]
+    assert len(heap) == 1, res.describe()
+    fd, flags = int(heap[0][0]), int(heap[0][-1], 8)
+    assert fd >= 64, "the heap's descriptor is %d\n%s" % (fd, res.describe())
+    assert flags & os.O_CLOEXEC, res.describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 6: RLIMIT_FSIZE
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_file_size_limit_set_by_the_program(runner, mode):
+    """RLIMIT_FSIZE 1 MiB, 32 MiB of objects, two forks: nobody dies of SIGXFSZ, and the
+    program's own SIGXFSZ (blocked) is still pending for it afterwards."""
+    expected = runner.glibc("limits_shapes", "fsize")
+    res = runner.oscar("limits_shapes", "fsize", env=MODES[mode])
+    assert_same_output(res, expected)
+    assert "own SIGXFSZ pending 1" in res.stdout, res.describe()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ulimit_f_then_programs_start_and_fork(runner, mode):
+    script = ("ulimit -f 1024; /bin/true && echo started; ls / > /dev/null && echo forked; "
+              "x=$(echo sub); echo $x")
+    res = runner.oscar(["bash", "-c", script], env=MODES[mode])
+    assert_clean_run(res)
+    assert res.stdout == "started\nforked\nsub\n", res.describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 7: RLIMIT_AS
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_address_space_limit(runner, mode):
+    """Under ulimit -v 4000000 programs start, allocate and fork; one warning says what
+    was sized down."""
+    prog = str(runner.program("limits_shapes"))
+    script = "ulimit -v 4000000; exec %s work" % prog
+    expected = runner.glibc(["bash", "-c", script])
+    res = runner.oscar(["bash", "-c", script], env=MODES[mode])
+    assert_same_output(res, expected, allowed_warnings=[AS_WARNING, AS_LOWERED_WARNING, USED_UP])
+    assert [l for l in res.oscar_lines() if re.fullmatch(AS_WARNING, l)], res.describe()
+
+
+def test_address_space_limit_still_catches_use_after_free(runner):
+    prog = str(runner.program("uaf_aligned_alloc"))
+    res = runner.oscar(["bash", "-c", "ulimit -v 4000000; exec %s" % prog])
+    assert res.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), res.describe()
+    assert any(l.startswith("oscar: heap-use-after-free") for l in res.oscar_lines()), res.describe()
+
+
+@pytest.mark.parametrize("kib", [1000000, 2000000])
+def test_smaller_address_space_limits(runner, kib):
+    res = runner.oscar(["bash", "-c", "ulimit -v %d; /bin/true && ls / >/dev/null && echo ok" % kib])
+    assert res.returncode == 0 and res.stdout == "ok\n", res.describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 13: secure execution
+
+
+def test_setuid_program_ignores_settings(runner):
+    """A setuid-root program (linked with liboscar: ld.so ignores LD_PRELOAD paths under
+    AT_SECURE) run by an unprivileged user ignores OSCAR_STATS_FILE and OSCAR_STATS; the
+    same program without the setuid bit honours them."""
+    runner.info.require_lib()
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a setuid-root program")
+    setpriv = shutil.which("setpriv")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not setpriv or not cc:
+        pytest.skip("needs setpriv and a C compiler")
+    try:
+        import pwd
+        nobody = pwd.getpwnam("nobody")
+    except (ImportError, KeyError):
+        pytest.skip("no unprivileged user 'nobody'")
+    # (pytest's tmp_path lies under a directory only root may enter)
+    d = Path(tempfile.mkdtemp(prefix="oscar-suid-", dir="/tmp"))
+    try:
+        check_setuid(runner, d, setpriv, cc, nobody)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def check_setuid(runner, d, setpriv, cc, nobody):
+    os.chmod(d, 0o1777)
+    lib = d / "liboscar.so"
+    shutil.copy(LIB, lib)
+    os.chmod(lib, 0o755)
+    src = d / "prog.c"
+    src.write_text('#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n'
+                   'int main(void) { char *p = malloc(10); free(p);\n'
+                   '  printf("euid %d\\n", (int)geteuid()); return 0; }\n')
+    prog = d / "prog"
+    subprocess.run([cc, "-o", str(prog), str(src), str(lib), "-Wl,-rpath," + str(d)], check=True)
+    plain = d / "plain"
+    shutil.copy(prog, plain)
+    os.chmod(plain, 0o755)
+    os.chown(prog, 0, 0)
+    os.chmod(prog, 0o4755)
+    drop = [setpriv, "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid, "--clear-groups"]
+    probe = runner.raw(drop + [str(plain)])
+    if probe.returncode != 0:
+        pytest.skip("the unprivileged user cannot run programs here:\n" + probe.describe())
+
+    out = d / "plain.json"
+    res = runner.raw(drop + [str(plain)], env={"OSCAR_STATS_FILE": str(out), "OSCAR_STATS": "1"})
+    assert res.returncode == 0 and out.exists(), "the control run wrote no stats\n" + res.describe()
+    assert "oscar-stats" in res.stderr, res.describe()
+
+    out = d / "suid.json"
+    res = runner.raw(drop + [str(prog)], env={"OSCAR_STATS_FILE": str(out), "OSCAR_STATS": "1",
+                                              "OSCAR_REPORT_FILE": str(d / "report"),
+                                              "OSCAR_BOGUS": "1"})
+    assert res.returncode == 0 and res.stdout == "euid 0\n", res.describe()
+    assert not out.exists(), "a setuid program wrote OSCAR_STATS_FILE\n" + res.describe()
+    assert res.stderr == "", res.describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 14: address placement
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_heap_addresses_are_random(runner, mode):
+    """Eight runs: every heap address differs, in at least 20 bit positions over all."""
+    seen = {"small": [], "large": []}
+    for _ in range(8):
+        res = runner.oscar("limits_shapes", "addr", env=MODES[mode])
+        assert_clean_run(res)
+        v = parse_values(res.stdout)
+        for k in seen:
+            seen[k].append(v[k])
+    for k, addrs in seen.items():
+        assert len(set(addrs)) == len(addrs), "%s addresses repeat: %s" % (k, [hex(a) for a in addrs])
+        varying = 0
+        for a in addrs[1:]:
+            varying |= a ^ addrs[0]
+        assert bin(varying).count("1") >= 20, (
+            "%s addresses vary in only %d bits: %s"
+            % (k, bin(varying).count("1"), [hex(a) for a in addrs]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_old_fixed_addresses_taken(runner, mode):
+    expected = runner.glibc("limits_shapes", "fixed")
+    assert_same_output(runner.oscar("limits_shapes", "fixed", env=MODES[mode]), expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Defect 21: the mapping estimate
+
+
+def stats_of(stderr):
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^oscar-stats: ([a-z_]+) (\d+)$", stderr, re.M)}
+
+
+@pytest.mark.parametrize("env", [{}, {"OSCAR_MODE": "fast"}, {"OSCAR_GUARDS": "0"},
+                                 {"OSCAR_MODE": "fast", "OSCAR_GUARDS": "0"}],
+                         ids=["strict", "fast", "strict-noguards", "fast-noguards"])
+def test_mapping_estimate_stays_exact(runner, env):
+    """20,000 large malloc/free pairs (and some small objects): the estimate stays within a
+    few of the real count of /proc/self/maps lines, without a recount."""
+    res = runner.oscar("mapping_estimate", "20000", env=dict(env, OSCAR_STATS="1"))
+    assert res.returncode == 0, res.describe()
+    maps = parse_values(res.stdout)["maps"]
+    stats = stats_of(res.stderr)
+    est = stats["mappings_estimate"]
+    assert abs(est - maps) <= 8, "estimate %d, /proc/self/maps %d lines (%d recounts)\n%s" % (
+        est, maps, stats.get("mapping_recounts", -1), res.describe())
