@@ -29,6 +29,7 @@
 #include "report/fault.h"
 #include "base/core.h"
 #include "base/fmt.h"
+#include "base/messages.h"
 #include "mem/region.h"
 #include "os/os.h"
 #include "report/report.h"
@@ -227,7 +228,8 @@ void fault_init_stats_signal(int sig) {
     if (why) {
         char buf[256];
         struct fmt f = FMT_INIT(buf);
-        fmt_str(&f, "oscar: warning: OSCAR_STATS_SIGNAL=");
+        msg_start(&f, MSG_BAD_SETTING);
+        fmt_str(&f, "OSCAR_STATS_SIGNAL=");
         fmt_i64(&f, sig);
         fmt_str(&f, " is invalid (");
         fmt_str(&f, why);
