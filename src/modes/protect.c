@@ -36,18 +36,26 @@ bool protect_select(void) {
 }
 
 /* fork: no mark across it (first: a mark's release takes the heap's locks), then the heap's
- * locks; the child keeps only the forking thread's cache. */
+ * locks; the child keeps only the forking thread's cache. A fork from a signal handler that
+ * interrupted this thread's own mark takes nothing (the child then inherits the mark's state
+ * as it is, and finishes it when the handler returns, if it does). */
+static __thread int fork_took __attribute__((tls_model("initial-exec")));
 static void fork_prepare(void) {
-    mark_fork_prepare();
-    ph_fork_prepare();
+    fork_took = mark_fork_prepare();
+    if (fork_took)
+        ph_fork_prepare();
 }
 static void fork_parent(void) {
-    ph_fork_parent();
-    mark_fork_release();
+    if (fork_took) {
+        ph_fork_parent();
+        mark_fork_release();
+    }
 }
 static void fork_child(void) {
-    ph_fork_child();
-    mark_fork_release();
+    if (fork_took) {
+        ph_fork_child();
+        mark_fork_release();
+    }
     stats_add(STAT_FORKS, 1);
 }
 

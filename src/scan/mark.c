@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "scan/mark.h"
 #include "scan/roots.h"
+#include "scan/maps.h"
 #include "scan/world.h"
 #include "base/fmt.h"
 #include "base/options.h"
@@ -21,6 +22,7 @@
 #include "os/os.h"
 
 #include <errno.h>
+#include <signal.h>
 
 /* The world and roots modules may be missing from a build: then no mark ever releases. */
 #pragma weak world_stop
@@ -29,6 +31,8 @@
 #pragma weak roots_read_guarded
 
 static atomic_int marking;
+/* This thread is marking (a signal handler that forks may interrupt it: mark_fork_prepare). */
+static __thread int in_mark __attribute__((tls_model("initial-exec")));
 
 #define PAUSE_RING 64
 static struct {
@@ -417,7 +421,17 @@ __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t
     static struct root_range ex[3];
     ex[0] = (struct root_range){ph.lo, ph.hi};
     ex[1] = (struct root_range){ph.meta_lo, ph.meta_hi};
-    ex[2] = (struct root_range){(uintptr_t)saved - (1UL << 20), (uintptr_t)saved};
+    /* The mark's own frames, below the saved registers: within this thread's stack mapping
+     * only (a small thread stack may lie right above another thread's, whose words must stay
+     * roots). */
+    static struct world_thread self;
+    struct world_thread *selfp = &self;
+    self.sp = (uintptr_t)saved;
+    maps_find_stacks(&selfp, 1);
+    uintptr_t below = (uintptr_t)saved - (1UL << 20);
+    if (below < self.stack_lo)
+        below = self.stack_lo;
+    ex[2] = (struct root_range){self.stack_lo ? below : (uintptr_t)saved, (uintptr_t)saved};
     candidates(used);
     int err = roots_for_each(scan_root, NULL, ex, 3);
     if (err)
@@ -486,20 +500,38 @@ __asm__(".text\n"
         ".size mark_run, .-mark_run\n");
 
 void mark_body(const uintptr_t *saved);
+static void mark_body_locked(const uintptr_t *saved);
 __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintptr_t *saved) {
-    if (atomic_exchange_explicit(&marking, 1, memory_order_acquire))
+    /* No signal handler of the program runs on this thread during the mark: it could move a
+     * pointer below the stack the mark reads, or fork while the mark holds the world (fork's
+     * prepare would then wait for this very mark). Fault signals stay open (guarded reads).
+     * Raw system calls: export/'s wrappers keep the park signal open, and it is ours. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    os_sigprocmask(SIG_BLOCK, &all, &old);
+    if (atomic_exchange_explicit(&marking, 1, memory_order_acquire)) {
+        os_sigprocmask(SIG_SETMASK, &old, NULL);
         return;
+    }
+    in_mark = 1;
+    mark_body_locked(saved);
+    in_mark = 0;
+    atomic_store_explicit(&marking, 0, memory_order_release);
+    os_sigprocmask(SIG_SETMASK, &old, NULL); /* (after: a pending handler may fork) */
+}
+
+static void mark_body_locked(const uintptr_t *saved) {
     if (!world_stop || !world_resume || !roots_for_each || !roots_read_guarded) {
         warn_once("this build has no stop-the-world or roots module");
         stats_add(STAT_SCAN_SKIPPED, 1);
-        atomic_store_explicit(&marking, 0, memory_order_release);
         return;
     }
     uint64_t t0 = os_monotonic_ns();
     int err = world_stop();
     if (err) {
         stats_add(STAT_SCAN_SKIPPED, 1);
-        atomic_store_explicit(&marking, 0, memory_order_release);
         return;
     }
     size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
@@ -516,26 +548,27 @@ __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintp
     if (err) {
         warn_once("cannot read the process's mappings");
         stats_add(STAT_SCAN_SKIPPED, 1);
-        atomic_store_explicit(&marking, 0, memory_order_release);
         return;
     }
     struct tally t = {0, 0, 0, 0};
     release_heap(used, &t);
     ph_after_mark(t.released, t.held, t.released_objects, t.held_objects);
-    atomic_store_explicit(&marking, 0, memory_order_release);
 }
 
 void mark_init(void) {
     ms.dangling = options_int(OPT_DANGLING) == 1;
 }
 
-void mark_fork_prepare(void) {
+bool mark_fork_prepare(void) {
+    if (in_mark)
+        return false; /* a handler forking on the marking thread: it cannot wait for itself */
     int expected = 0;
     while (!atomic_compare_exchange_weak_explicit(&marking, &expected, 1, memory_order_acquire,
                                                   memory_order_relaxed)) {
         expected = 0;
         os_yield();
     }
+    return true;
 }
 
 void mark_fork_release(void) { atomic_store_explicit(&marking, 0, memory_order_release); }

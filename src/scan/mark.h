@@ -14,7 +14,9 @@
 void mark_run(void);
 /* Reads the mark's settings. */
 void mark_init(void);
-/* fork: no mark runs across a fork. */
-void mark_fork_prepare(void);
+/* fork: no mark runs across a fork. False: the forking thread is the marking thread (a
+ * signal handler interrupted the mark): nothing taken, and nothing may be (parked threads may
+ * hold the heap's locks); the caller then releases nothing either. */
+bool mark_fork_prepare(void);
 void mark_fork_release(void);
 #endif
