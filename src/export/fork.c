@@ -7,17 +7,23 @@
  *   1. thread registry, 2. fallback cache, 3. class pools in class order, 4. empty-span
  *   pool, 5. packed reuse pools in class order, 6. deferred revocations, 7. kept large pages,
  *   8. the reclaim sweep (reclaim.h).
- * Then the other threads are parked (scan/world.h) until the parent returns from fork: the
- * copy is made while they are parked, so nothing they write can land between the copy and
- * the kernel's copy of the private memory (issue 18, defect 2: a FILE being opened on another
- * thread reached the child as the stale contents of a freed object). The world lock ranks
- * after every allocator lock (fork takes them first, so no parked thread holds one). Before
- * all of them, stdio's list lock (_IO_list_lock, recursive): glibc's fork takes it after the
- * prepare handlers, and a thread parked while holding it (inside fopen or fclose) would
- * deadlock the fork; taken first, no parked thread holds it. If the stop fails (a thread
- * blocks the park signal by a raw system call, 1 s timeout) fork goes on without it, as
- * before.
- *
+ * Then the other threads are parked (scan/world.h, the world lock last) and stay parked until
+ * the child has moved onto its copy (the handshake below): the copy is made while they are
+ * parked, so nothing they write can land between the copy and the kernel's copy of the
+ * private memory, nor reach the child before its remap (issue 18, defect 2: a FILE being
+ * opened on another thread reached the child as the stale contents of a freed object). The
+ * world lock ranks after every allocator lock (fork takes them first, so no parked thread
+ * holds one). Before all of them, stdio's list lock (_IO_list_lock, recursive): glibc's fork
+ * takes it after the prepare handlers, and a thread parked while holding it (inside fopen or
+ * fclose) would deadlock the fork; taken first, no parked thread holds it. So prepare holds,
+ * in order: stdio's list lock, the views gate, locks 1-8, the world lock; parent and child
+ * release them in reverse. If the stop fails (a thread blocks the park signal by a raw system
+ * call: 1 s timeout) fork goes on without it, as before.
+ * The price of parking: in the parent, a thread blocked in a call the kernel never restarts
+ * after a signal handler (poll, epoll_wait, select, nanosleep, sleep...) returns EINTR (or
+ * early) when another thread forks, as with any signal handler in the process (Boehm GC's
+ * stops do the same); the calls SA_RESTART covers (read, write, wait...) are restarted.
+
  * _Fork() and clone() without CLONE_VM make a child with a copy of the private memory too, but
  * run no atfork handlers: they are wrapped here to run the same three steps.
  * vfork and posix_spawn run no atfork handlers and need none: the child only execs. */
