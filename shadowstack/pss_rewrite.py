@@ -74,11 +74,11 @@ def _epilogue(mode, offset, pic, fail_label):
                    "\tjne\t" + fail_label]
 
 
-def _fail_stub(fail_label, name_label):
+def _fail_stub(fail_label, name_label, random=False):
     # Placed right after the `ret` (or tail jump) it serves, before any label or CFI
     # directive that follows, so its unwind state is exactly the one at the `ret`.
     return [fail_label + ":", "\tleaq\t%s(%%rip), %%rdi" % name_label,
-            "\tcall\t__oscar_pss_fail@PLT"]
+            "\tcall\t__oscar_pss_fail%s@PLT" % ("_random" if random else "")]
 
 
 def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
@@ -168,12 +168,19 @@ def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
                 if current not in names:
                     names[current] = ".Lpss_name%d" % len(names)
                     strings.append((names[current], current))
-                out.extend(_fail_stub(fail, names[current]))
+                out.extend(_fail_stub(fail, names[current], offset == "random"))
             continue
         m = _SIZE.match(line)
         if m and m.group(2) == current:
             current = None
         out.append(line)
+    if offset == "random" and instrumented:
+        # Tells the runtime to draw a per-process offset (weak: one per object is fine).
+        out += ['\t.pushsection\t.rodata.oscar_pss_random,"a",@progbits',
+                "\t.weak\t__oscar_pss_uses_random",
+                "\t.type\t__oscar_pss_uses_random, @object",
+                "\t.size\t__oscar_pss_uses_random, 1",
+                "__oscar_pss_uses_random:", "\t.byte\t1", "\t.popsection"]
     if strings:
         out.append('\t.section\t.rodata.oscar_pss_names,"aMS",@progbits,1')
         for label, name in strings:

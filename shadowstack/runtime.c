@@ -40,9 +40,14 @@
 #define MAX_SHADOWS 1024
 #define MAIN_STACK_CAP (4UL << 30)
 
-/* The offset code built with OSCAR_PSS_OFFSET=random reads (one page, read-only once set). */
+/* The offset code built with --offset=random reads (one page, read-only once chosen). Such code
+ * also defines __oscar_pss_uses_random (pss_rewrite.py): only then is an offset drawn, and the
+ * shadows are mapped at both offsets (objects built with the fixed one may be linked in too). */
 __attribute__((aligned(4096), visibility("default"))) long __oscar_pss_offset[PAGE / sizeof(long)] = {
     PSS_FIXED_OFFSET};
+extern char __oscar_pss_uses_random __attribute__((weak));
+static long offsets[2] = {PSS_FIXED_OFFSET, 0};
+static int noffsets = 1;
 
 struct shadow {
     uintptr_t lo, hi; /* the stack range covered (shadow = range + offset) */
@@ -51,7 +56,6 @@ static struct shadow shadows[MAX_SHADOWS];
 static int nshadows;
 static pthread_mutex_t shadows_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static long offset(void) { return __oscar_pss_offset[0]; }
 
 /* ---- signal-safe output ---- */
 
@@ -93,13 +97,13 @@ __attribute__((noreturn)) static void die(void) {
     _exit(134);
 }
 
-__attribute__((noreturn)) static void fatal_map(uintptr_t lo, uintptr_t hi, int err) {
+__attribute__((noreturn)) static void fatal_map(uintptr_t lo, uintptr_t hi, long off, int err) {
     out("oscar: cannot map the shadow stack of ");
     out_hex(lo);
     out("-");
     out_hex(hi);
     out(" at ");
-    out_hex(lo + (uintptr_t)offset());
+    out_hex(lo + (uintptr_t)off);
     out(err == EEXIST ? " (address in use)\n" : " (mmap failed)\n");
     die();
 }
@@ -118,7 +122,8 @@ static int covered(uintptr_t lo, uintptr_t hi) {
 static void drop_overlapping(uintptr_t lo, uintptr_t hi) {
     for (int i = 0; i < nshadows;) {
         if (shadows[i].lo < hi && lo < shadows[i].hi) {
-            munmap((void *)(shadows[i].lo + offset()), shadows[i].hi - shadows[i].lo);
+            for (int k = 0; k < noffsets; k++)
+                munmap((void *)(shadows[i].lo + offsets[k]), shadows[i].hi - shadows[i].lo);
             shadows[i] = shadows[--nshadows];
         } else {
             i++;
@@ -126,28 +131,35 @@ static void drop_overlapping(uintptr_t lo, uintptr_t hi) {
     }
 }
 
+static void map_at(uintptr_t lo, uintptr_t hi, long off);
+
 static void map_shadow_locked(uintptr_t lo, uintptr_t hi) {
     lo &= ~(PAGE - 1);
     hi = (hi + PAGE - 1) & ~(PAGE - 1);
     if (hi <= lo || covered(lo, hi))
         return;
     drop_overlapping(lo, hi);
-    uintptr_t slo = lo + (uintptr_t)offset();
+    for (int k = 0; k < noffsets; k++)
+        map_at(lo, hi, offsets[k]);
+    if (nshadows < MAX_SHADOWS)
+        shadows[nshadows++] = (struct shadow){lo, hi};
+}
+
+static void map_at(uintptr_t lo, uintptr_t hi, long off) {
+    uintptr_t slo = lo + (uintptr_t)off;
     void *p = mmap((void *)slo, hi - lo, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED || (uintptr_t)p != slo) {
         int err = p == MAP_FAILED ? errno : EEXIST;
         if (p != MAP_FAILED)
             munmap(p, hi - lo);
-        fatal_map(lo, hi, err);
+        fatal_map(lo, hi, off, err);
     }
     /* Guard pages where nothing else is: a contiguous overflow of the shadow faults. */
     mmap((void *)(slo - PAGE), PAGE, PROT_NONE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     mmap((void *)(slo + (hi - lo)), PAGE, PROT_NONE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (nshadows < MAX_SHADOWS)
-        shadows[nshadows++] = (struct shadow){lo, hi};
 }
 
 void oscar_pss_register_stack(void *base, size_t size) {
@@ -196,6 +208,18 @@ static void pss_init(void) {
     if (initialized)
         return;
     initialized = 1;
+    if (&__oscar_pss_uses_random) {
+        /* A page-aligned offset in [-40 TiB, -3 TiB): the shadows land between the executable
+         * and its heap (~85 TiB) and the stacks and libraries (~127 TiB); 33 random bits. */
+        uint64_t r = 0;
+        if (syscall(SYS_getrandom, &r, sizeof r, 0) != (long)sizeof r)
+            r = (uint64_t)syscall(SYS_gettid) * 0x9e3779b97f4a7c15ULL ^ (uintptr_t)&r;
+        long span = (37L << 40) / (long)PAGE;
+        offsets[1] = -(3L << 40) - (long)(r % (uint64_t)span) * (long)PAGE;
+        noffsets = 2;
+        __oscar_pss_offset[0] = offsets[1];
+        mprotect(__oscar_pss_offset, PAGE, PROT_READ);
+    }
     uintptr_t top;
     if (main_stack_top(&top) != 0) {
         /* No [stack] line: use the current frame's page and the limit below it. */
@@ -336,9 +360,9 @@ static sigjmp_buf walk_fault;
 static void on_walk_fault(int sig) { siglongjmp(walk_fault, sig); }
 
 __attribute__((used, noreturn, noinline, visibility("hidden"))) void
-pss_report(const char *fn, uintptr_t found, uintptr_t slot);
-void pss_report(const char *fn, uintptr_t found, uintptr_t slot) {
-    uintptr_t expected = *(uintptr_t *)(slot + (uintptr_t)offset());
+pss_report(const char *fn, uintptr_t found, uintptr_t slot, long off);
+void pss_report(const char *fn, uintptr_t found, uintptr_t slot, long off) {
+    uintptr_t expected = *(uintptr_t *)(slot + (uintptr_t)off);
     out("oscar: return-address overwrite in ");
     out(fn);
     out(" (expected ");
@@ -365,7 +389,7 @@ void pss_report(const char *fn, uintptr_t found, uintptr_t slot) {
 }
 
 /* Called from the instrumented epilogue, %rdi = the function's name; the failed return's slot
- * is at 8(%rsp). */
+ * is at 8(%rsp). __oscar_pss_fail_random: from code built with --offset=random. */
 __asm__(".text\n"
         ".globl __oscar_pss_fail\n"
         ".type __oscar_pss_fail, @function\n"
@@ -373,7 +397,20 @@ __asm__(".text\n"
         ".cfi_startproc\n"
         "\tmovq 8(%rsp), %rsi\n"
         "\tleaq 8(%rsp), %rdx\n"
+        "\tmovabsq $-0x20000000000, %rcx\n"
         "\tcall pss_report\n"
         "\thlt\n"
         ".cfi_endproc\n"
-        ".size __oscar_pss_fail, .-__oscar_pss_fail\n");
+        ".size __oscar_pss_fail, .-__oscar_pss_fail\n"
+        ".globl __oscar_pss_fail_random\n"
+        ".type __oscar_pss_fail_random, @function\n"
+        "__oscar_pss_fail_random:\n"
+        ".cfi_startproc\n"
+        "\tmovq 8(%rsp), %rsi\n"
+        "\tleaq 8(%rsp), %rdx\n"
+        "\tmovq __oscar_pss_offset@GOTPCREL(%rip), %rcx\n"
+        "\tmovq (%rcx), %rcx\n"
+        "\tcall pss_report\n"
+        "\thlt\n"
+        ".cfi_endproc\n"
+        ".size __oscar_pss_fail_random, .-__oscar_pss_fail_random\n");

@@ -52,14 +52,16 @@ def oscar():
 
 
 def build(oscar, tmp_path, source, opt, how, extra=()):
-    """how: 'plain', 'check' or 'overwrite'. Returns the program's path."""
+    """how: 'plain', 'check', 'overwrite' or 'random' (check mode, per-process offset)."""
     compiler = GXX if source.endswith(".cc") else GCC
     if compiler is None:
         pytest.skip("g++ is not installed")
     out = tmp_path / ("%s-%s-%s" % (source.replace(".", "_"), opt, how))
     cmd = [compiler, "-" + opt, "-pthread", "-fno-stack-protector", "-o", str(out),
            str(SRC / source)] + list(extra)
-    if how != "plain":
+    if how == "random":
+        cmd = oscar + ["--offset=random", "--"] + cmd
+    elif how != "plain":
         cmd = oscar + ["--mode=" + how, "--"] + cmd
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout
@@ -84,10 +86,11 @@ def test_attack_hijacks_plain_build(oscar, tmp_path, opt, where):
     assert proc.stdout.splitlines()[-1] == "hijacked"
 
 
+@pytest.mark.parametrize("how", ["check", "random"])
 @pytest.mark.parametrize("opt", ["O0", "O2"])
 @pytest.mark.parametrize("where", ["main", "thread"])
-def test_attack_stopped_in_check_mode(oscar, tmp_path, opt, where):
-    prog = build(oscar, tmp_path, "attack.c", opt, "check")
+def test_attack_stopped_in_check_mode(oscar, tmp_path, opt, where, how):
+    prog = build(oscar, tmp_path, "attack.c", opt, how)
     proc = run(prog, "32", where)
     assert proc.returncode == -signal.SIGABRT, (proc.stdout, proc.stderr)
     win = proc.stdout.splitlines()[0].split("=")[1]
@@ -131,7 +134,7 @@ PROGRAMS = ["threads.c", "longjmp.c", "callbacks.c", "exceptions.cc"]
 def test_same_output_as_plain(oscar, tmp_path, source, opt):
     plain = run(build(oscar, tmp_path, source, opt, "plain"))
     assert plain.returncode == 0, plain.stderr
-    for how in ("check", "overwrite"):
+    for how in ("check", "overwrite", "random"):
         proc = run(build(oscar, tmp_path, source, opt, how))
         assert proc.returncode == 0, (how, proc.stderr)
         assert proc.stdout == plain.stdout, how
@@ -244,3 +247,20 @@ def test_cmake_project(oscar, tmp_path):
     dyn = subprocess.run(["readelf", "-d", str(tmp_path / "b" / "p")], stdout=subprocess.PIPE,
                          text=True).stdout
     assert "liboscar_pss.so" in dyn
+
+
+def test_random_offset(oscar, tmp_path):
+    """--offset=random: a page-aligned offset in [-40 TiB, -3 TiB) drawn per process, on a page
+    the program cannot write; the fixed offset is -2 TiB."""
+    prog = build(oscar, tmp_path, "offset.c", "O2", "random")
+    seen = set()
+    for _ in range(3):
+        proc = run(prog)
+        assert proc.returncode == 0
+        off = int(proc.stdout)
+        assert -(40 << 40) <= off < -(3 << 40) and off % 4096 == 0
+        seen.add(off)
+    assert len(seen) > 1
+    assert run(prog, "write").returncode == -signal.SIGSEGV
+    fixed = run(build(oscar, tmp_path, "offset.c", "O2", "check"))
+    assert int(fixed.stdout) == -(2 << 40)
