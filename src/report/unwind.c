@@ -398,51 +398,83 @@ struct cache_entry {
 };
 static struct cache_entry cache[CACHE_SIZE];
 
-static uint64_t mix(uint64_t pc, uint64_t rule) {
-    uint64_t h = (pc ^ (rule * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
-    return (h ^ (h >> 29)) | 1;
+/* The check word: a mixed pc against the rule, so that a reader that sees the words of two
+ * racing writers (pc of one, rule of the other) finds a mismatch. */
+static inline uint64_t mix(uint64_t pc, uint64_t rule) {
+    return ((pc * 0x9e3779b97f4a7c15ULL) ^ rule) | 1;
 }
 
-static struct rule rule_for(uintptr_t pc, bool may_refresh, bool *known) {
-    struct cache_entry *e = &cache[(pc ^ (pc >> 12)) & (CACHE_SIZE - 1)];
-    uint64_t k = atomic_load_explicit(&e->pc, memory_order_relaxed);
-    uint64_t r = atomic_load_explicit(&e->rule, memory_order_relaxed);
-    uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
-    *known = true;
-    if (k == pc && c == mix(k, r))
-        return unpack(r);
+static inline struct cache_entry *cache_slot(uintptr_t pc) {
+    return &cache[(pc ^ (pc >> 12)) & (CACHE_SIZE - 1)];
+}
+
+/* The cache missed: find the module, run its CFA program, remember the rule. */
+__attribute__((noinline)) static struct rule rule_slow(uintptr_t pc, bool may_refresh) {
     const struct module *m = module_of(pc);
     if (!m && may_refresh) {
         module_refresh(false);
         m = module_of(pc);
     }
-    if (!m) {
-        *known = false; /* not cached: a module loaded later may cover it */
+    if (!m) /* not cached: a module loaded later may cover it */
         return (struct rule){.kind = RULE_NONE};
-    }
     struct rule rule = compute_rule(m, pc);
     uint64_t packed = pack(rule);
+    struct cache_entry *e = cache_slot(pc);
     atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
     atomic_store_explicit(&e->rule, packed, memory_order_relaxed);
     atomic_store_explicit(&e->check, mix(pc, packed), memory_order_relaxed);
     return rule;
 }
 
+static inline struct rule rule_for(uintptr_t pc, bool may_refresh) {
+    struct cache_entry *e = cache_slot(pc);
+    uint64_t k = atomic_load_explicit(&e->pc, memory_order_relaxed);
+    uint64_t r = atomic_load_explicit(&e->rule, memory_order_relaxed);
+    uint64_t c = atomic_load_explicit(&e->check, memory_order_relaxed);
+    if (__builtin_expect(k == pc && c == mix(k, r), 1))
+        return unpack(r);
+    return rule_slow(pc, may_refresh);
+}
+
 static bool in_stack(uintptr_t a, uintptr_t lo, uintptr_t hi) {
     return a >= lo && a <= hi - 8 && !(a & 7);
 }
 
-bool unwind_step(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi, bool may_refresh) {
-    bool known, exact = regs->exact;
+/* The signal frame: out of line (rare), so that the common step keeps a small frame. */
+__attribute__((noinline)) static bool signal_step(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi) {
+    /* __restore_rt: the handler returned into the kernel's signal frame, whose ucontext sits
+     * at sp; the next frame is the interrupted instruction itself. */
+    const ucontext_t *uc = (const ucontext_t *)regs->sp;
+    if (!in_stack(regs->sp, lo, hi) || !in_stack((uintptr_t)(uc + 1) - 8, lo, hi))
+        return false;
+    regs->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    regs->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    regs->fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    regs->exact = true;
+    return regs->pc >= 4096 && regs->sp >= lo && regs->sp < hi;
+}
+
+static inline __attribute__((always_inline)) bool step(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi, bool may_refresh) {
+    bool exact = regs->exact;
     regs->exact = false;
     /* A return address is one past the call: the call itself may be the function's last
      * instruction (noreturn callee), so the rule is looked up for the byte before. */
-    struct rule r = rule_for(exact ? regs->pc : regs->pc - 1, may_refresh, &known);
+    struct rule r = rule_for(exact ? regs->pc : regs->pc - 1, may_refresh);
     uintptr_t sp = regs->sp, fp = regs->fp;
-    switch (r.kind) {
-    case RULE_END:
-        return false;
-    case RULE_OK: {
+    if (__builtin_expect(r.kind == RULE_OK && r.cfa_reg == DW_FP && r.cfa_off == 16 &&
+                         r.fp_off == -16, 1)) {
+        /* A frame-pointer frame (most of a -fno-omit-frame-pointer program): the same step
+         * as the frame-pointer walk. A branch, not arithmetic on the rule, so the processor
+         * runs ahead on the chain of saved rbp while the rule's load confirms it. */
+        if (fp < sp || !in_stack(fp, lo, hi - 8))
+            return false;
+        const uintptr_t *frame = (const uintptr_t *)fp;
+        regs->pc = frame[1];
+        regs->sp = fp + 16;
+        regs->fp = frame[0];
+        return regs->pc >= 4096;
+    }
+    if (r.kind == RULE_OK) {
         uintptr_t cfa = (r.cfa_reg == DW_SP ? sp : fp) + (uintptr_t)(intptr_t)r.cfa_off;
         if (cfa <= sp || !in_stack(cfa - 8, lo, hi))
             return false;
@@ -458,24 +490,32 @@ bool unwind_step(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi, bool may_
         regs->fp = fp;
         return ra >= 4096;
     }
-    case RULE_SIGNAL: {
-        /* __restore_rt: the handler returned into the kernel's signal frame, whose ucontext
-         * sits at sp; the next frame is the interrupted instruction itself. */
-        const ucontext_t *uc = (const ucontext_t *)sp;
-        if (!in_stack(sp, lo, hi) || !in_stack((uintptr_t)(uc + 1) - 8, lo, hi))
-            return false;
-        regs->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-        regs->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-        regs->fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-        regs->exact = true;
-        return regs->pc >= 4096 && regs->sp >= lo && regs->sp < hi;
+    if (r.kind == RULE_END)
+        return false;
+    if (r.kind == RULE_SIGNAL)
+        return signal_step(regs, lo, hi);
+    /* No table for this pc (JIT code) or a rule we do not run: the frame pointer. */
+    if (fp < sp || !in_stack(fp, lo, hi - 8))
+        return false;
+    regs->pc = ((const uintptr_t *)fp)[1];
+    regs->sp = fp + 16;
+    regs->fp = ((const uintptr_t *)fp)[0];
+    return regs->pc >= 4096;
+}
+
+bool unwind_step(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi, bool may_refresh) {
+    return step(regs, lo, hi, may_refresh);
+}
+
+int unwind_walk(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi, bool may_refresh,
+                uintptr_t skip_lo, uintptr_t skip_hi, uintptr_t *out, int n, int max) {
+    struct unwind_regs r = *regs; /* in registers while walking */
+    for (int steps = 0; n < max && steps < max + 64; steps++) {
+        if (r.pc - skip_lo >= skip_hi - skip_lo)
+            out[n++] = r.pc;
+        if (n == max || !step(&r, lo, hi, may_refresh))
+            break;
     }
-    default: /* no table for this pc (JIT code) or a rule we do not run: the frame pointer */
-        if (fp < sp || !in_stack(fp, lo, hi - 8))
-            return false;
-        regs->pc = ((const uintptr_t *)fp)[1];
-        regs->sp = fp + 16;
-        regs->fp = ((const uintptr_t *)fp)[0];
-        return regs->pc >= 4096;
-    }
+    *regs = r;
+    return n;
 }

@@ -42,4 +42,8 @@ struct unwind_regs {
  * [lo, hi). Returns false at the end of the stack or when the frame cannot be unwound.
  * may_refresh: the module table may be refreshed (never in a signal handler). */
 bool unwind_step(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi, bool may_refresh);
+/* Frames from regs up, appended to out[n..max) (pcs inside [skip_lo, skip_hi) are walked
+ * through but not recorded: Oscar's own); returns the new count. */
+int unwind_walk(struct unwind_regs *regs, uintptr_t lo, uintptr_t hi, bool may_refresh,
+                uintptr_t skip_lo, uintptr_t skip_hi, uintptr_t *out, int n, int max);
 #endif
