@@ -252,6 +252,18 @@ static bool fits_in_place(size_t size, unsigned cls) {
 
 #define MOVE_THRESHOLD (256UL << 10) /* grow large objects by moving pages from here on */
 
+/* Are the pages of [a, a + len) all the large object's at a (room left by an earlier growth)?
+ * Its last page says: a tail entry holds the distance to its object's first page. */
+static bool has_room(uintptr_t a, size_t len) {
+    uintptr_t last = a + len - OSCAR_PAGE;
+    if (last == a)
+        return true;
+    if (!region_contains(last))
+        return false;
+    uint64_t f = region_load(last);
+    return entry_kind(f) == PK_LARGE_TAIL && entry_payload(f) == (len >> OSCAR_PAGE_SHIFT) - 1;
+}
+
 void *alloc_realloc(void *p, size_t size) {
     if (protect_on())
         return protect_realloc(p, size);
@@ -276,13 +288,13 @@ void *alloc_realloc(void *p, size_t size) {
     }
     if (entry_kind(e) == PK_PACKED && fits_in_place(size, entry_class(e)))
         return p; /* packed objects do not record their requested size */
-    size_t cap = entry_kind(e) == PK_LARGE ? large_capacity(a, e) : 0;
     bool grow = entry_kind(e) == PK_LARGE && size > entry_payload(e); /* a large one */
-    /* Same pages, growth into the room an earlier growth left, or into the free rest of the
-     * slab it was carved from (large.c): keep the address. */
+    /* Same pages, growth into the room an earlier growth left (one entry says: issue 18,
+     * defect 15, walking the room on every call made appends quadratic), or into the free
+     * rest of the slab it was carved from (large.c): keep the address. */
     if (entry_kind(e) == PK_LARGE && size > OSCAR_SMALL_MAX && size <= LARGE_MAX &&
-        (large_len(size) == large_len(entry_payload(e)) || (grow && large_len(size) <= cap) ||
-         (grow && large_extend_in_slab(a, cap, large_len(size))))) {
+        (large_len(size) == large_len(entry_payload(e)) || (grow && has_room(a, large_len(size))) ||
+         (grow && large_extend_in_slab(a, large_capacity(a, e), large_len(size))))) {
         if (atomic_compare_exchange_strong(region_entry(a), &e, entry_large(PK_LARGE, size))) {
             account_bytes((int64_t)size - (int64_t)entry_payload(e));
             return p;
@@ -303,7 +315,7 @@ void *alloc_realloc(void *p, size_t size) {
     /* A growing object moves to at least twice its room, so a buffer grown by small
      * appends moves O(log n) times, not once per size class or page (each move costs a
      * new shadow and a revocation). Small objects keep their exact size in reports. */
-    size_t old = usable_of(e);
+    size_t old = usable_of(e), cap = entry_kind(e) == PK_LARGE ? large_capacity(a, e) : 0;
     void *q;
     if (size > old && size <= OSCAR_SMALL_MAX)
         q = noted(small_alloc(size_class_of(2 * old > size && 2 * old <= OSCAR_SMALL_MAX ? 2 * old : size),
