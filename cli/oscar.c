@@ -315,6 +315,28 @@ static int cc(char **argv) {
     return 127;
 }
 
+/* oscar symbolize [OPTIONS] < report.txt: file:line for a saved report's frames, offline
+ * (tools/oscar-symbolize.py, run with addr2line; installed as libexec/oscar/oscar-symbolize,
+ * else found in the source tree this program was built from). */
+static int symbolize(char **argv) {
+    char self[PATH_MAX], path[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    char src[] = __FILE__; /* <source>/cli/oscar.c */
+    const char *src_root = dirname(dirname(src));
+    if (n > 0) {
+        self[n] = 0;
+        snprintf(path, sizeof path, "%s/../libexec/oscar/oscar-symbolize", dirname(self));
+        if (access(path, X_OK) != 0)
+            snprintf(path, sizeof path, "%s/tools/oscar-symbolize.py", src_root);
+        argv[-1] = (char *)"python3"; /* argv is main's argv + 1: "python3 SCRIPT ARGS..." */
+        argv[0] = path;
+        execvp("python3", argv - 1);
+    }
+    fprintf(stderr, "oscar: symbolize: cannot run tools/oscar-symbolize.py with python3: %s\n",
+            strerror(errno));
+    return 127;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -336,6 +358,8 @@ int main(int argc, char **argv) {
         return run(argc - 2, argv + 2);
     if (!strcmp(argv[1], "cc"))
         return cc(argv + 1);
+    if (!strcmp(argv[1], "symbolize"))
+        return symbolize(argv + 1);
     fprintf(stderr, "oscar: unknown %s '%s' (`oscar --help` lists them)\n",
             argv[1][0] == '-' ? "option" : "command", argv[1]);
     return 2;

@@ -137,3 +137,60 @@ def test_no_frame_pointers_all_three_stacks_reach_main(runner, nofp_program):
                                 at("main", "LINE_MAIN_DROP")], report
     assert where(allocated)[:3] == [at("make_record", "LINE_MALLOC"), at("make_outer", "LINE_MAKE_OUTER"),
                                     at("main", "LINE_MAIN_MAKE")], report
+
+
+def strip_file_line(text):
+    """The report as an older Oscar wrote it: no FILE:LINE, one line per pc (inlined frames gone)."""
+    out, seen_pc, number = [], None, 0
+    for line in text.splitlines():
+        m = FRAME.fullmatch(line)
+        if not m:
+            out.append(line)
+            seen_pc, number = None, 0
+            continue
+        n, pc, func, file, line_no, module, off = m.groups()
+        if pc == seen_pc:  # an inlined frame: the old report had only the outermost
+            out[-1] = "    #%d %s %s(%s+%s)" % (number - 1, pc, "in %s " % func if func else "", module, off)
+            continue
+        out.append("    #%d %s %s(%s+%s)" % (number, pc, "in %s " % func if func else "", module, off))
+        seen_pc, number = pc, number + 1
+    return "\n".join(out) + "\n"
+
+
+def oscar_symbolize(runner, text, *args):
+    runner.info.require_cli()
+    if not shutil.which("addr2line"):
+        pytest.skip("addr2line (binutils) is not installed")
+    return subprocess.run([str(CLI), "symbolize"] + list(args), input=text, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("program", ["report_inlined", "report_stacks"])
+def test_oscar_symbolize_resolves_a_saved_report_offline(runner, program):
+    res = runner.oscar(program)
+    assert res.returncode == -signal.SIGSEGV, res.describe()
+    live = res.stderr
+    old = strip_file_line(live)
+    assert ".c:" not in old, old
+    done = oscar_symbolize(runner, old)
+    assert done.returncode == 0, done.stderr
+    report = [l for l in done.stdout.splitlines()]
+    live_report = live.splitlines()
+    for header in (r"READ by thread \d+ here:", r"freed by thread \d+ here:",
+                   r"previously allocated by thread \d+ here:"):
+        offline = [f for f in stack(report, header) if f["module"].endswith("/" + program)]
+        inproc = [f for f in stack(live_report, header) if f["module"].endswith("/" + program)]
+        # The same functions, files and lines as the report resolved in the process.
+        assert where(offline) == where(inproc), (header, done.stdout, live)
+        assert all(f["file"] and f["line"] for f in offline if f["func"] != "_start"), done.stdout
+
+
+def test_oscar_symbolize_keeps_resolved_frames_and_other_lines(runner):
+    res = runner.oscar("report_inlined")
+    done = oscar_symbolize(runner, res.stderr)
+    assert done.returncode == 0, done.stderr
+    # Frames with FILE:LINE and every other line come out as they went in, in order (frames
+    # without, such as libc's, may gain a file and line from a debug file).
+    kept = [l for l in res.stderr.splitlines() if not FRAME.fullmatch(l) or FRAME.fullmatch(l).group(4)]
+    out = iter(done.stdout.splitlines())
+    assert all(any(l == o for o in out) for l in kept), (done.stdout, res.stderr)
