@@ -1,6 +1,7 @@
 /* options: see options.h. */
 #include "base/options.h"
 #include "base/fmt.h"
+#include "base/messages.h"
 #include "os/os.h"
 
 #include <stddef.h>
@@ -57,7 +58,7 @@ static long choice_index(const char *choices, const char *value) {
 static void warn_invalid(const struct option_row *row, const char *value, const char *why) {
     char buf[512];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: ");
+    msg_start(&f, MSG_BAD_SETTING);
     fmt_str(&f, row->env);
     fmt_char(&f, '=');
     fmt_str(&f, value);
@@ -153,7 +154,7 @@ static void warn_unknown(const char *e) {
     }
     char buf[256];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: ");
+    msg_start(&f, MSG_NOT_A_SETTING);
     for (const char *p = e; *p && *p != '='; p++)
         fmt_char(&f, *p);
     fmt_str(&f, " is not an oscar setting (ignored; `oscar --help` lists them)\n");

@@ -1,6 +1,7 @@
 /* maplimit: see maplimit.h. */
 #include "mem/maplimit.h"
 #include "base/fmt.h"
+#include "base/messages.h"
 #include "base/core.h"
 #include "base/options.h"
 #include "mem/canon.h"
@@ -59,7 +60,7 @@ static void warn_once(long count) {
         return;
     char buf[512];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: near the kernel mapping limit (vm.max_map_count=");
+    msg_start(&f, MSG_MAPPING_LIMIT);
     fmt_i64(&f, max_map_count);
     fmt_str(&f, ", ");
     fmt_i64(&f, count);
@@ -149,7 +150,7 @@ static bool fit_address_space_limit(void) {
     if (!atomic_exchange(&told, 1)) {
         char buf[256];
         struct fmt f = FMT_INIT(buf);
-        fmt_str(&f, "oscar: warning: RLIMIT_AS was lowered to ");
+        msg_start(&f, MSG_AS_LOWERED);
         fmt_i64(&f, (int64_t)(limit >> 20));
         fmt_str(&f, " MiB: the heap's unused address space is given back; addresses of freed "
                     "objects are handed out again once the rest is used up\n");

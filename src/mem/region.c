@@ -2,6 +2,7 @@
 #include "mem/region.h"
 #include "base/options.h"
 #include "base/fmt.h"
+#include "base/messages.h"
 #include "os/os.h"
 
 #include <sys/resource.h>
@@ -36,7 +37,7 @@ static _Atomic uintptr_t region_top;
 static void warn_as_limit(uint64_t limit, size_t size) {
     char buf[400];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: RLIMIT_AS is ");
+    msg_start(&f, MSG_AS_LIMIT);
     fmt_i64(&f, (int64_t)(limit >> 20));
     fmt_str(&f, " MiB: the heap's address space is ");
     fmt_i64(&f, (int64_t)(size >> 20));
