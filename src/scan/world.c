@@ -14,9 +14,10 @@
  *      ESRCH: it exited meanwhile, maybe with every signal blocked, as glibc's thread exit does);
  *   4. list the threads again: a thread created by one not yet parked appears now; go back to 2
  *      until a listing finds no new thread. Once every thread is parked no new one can appear.
- * A thread that neither parks nor exits before the timeout (1 s) makes the stop fail: the
- * parked ones are released and world_stop returns -ETIMEDOUT. Its request may still arrive
- * later: the handler then finds no stop in progress and lets it pass.
+ * A thread that neither parks nor exits before the timeout (1 s), or that still blocks the
+ * park signal after 50 ms (by a raw system call: /proc's SigBlk says so), makes the stop
+ * fail: the parked ones are released and world_stop returns -ETIMEDOUT (or -EAGAIN). Its
+ * request may still arrive later: the handler then finds no stop in progress and drops it.
  *
  * The handler (SA_SIGINFO | SA_RESTART | SA_ONSTACK) records the interrupted stack pointer, the
  * extent of the signal frame (the ucontext and the FPU/vector state the kernel saved beside it:
@@ -34,6 +35,7 @@
 #include "scan/maps.h"
 #include "os/os.h"
 #include "report/fault.h"
+#include "base/fmt.h"
 
 #include <errno.h>
 #include <string.h>
@@ -74,6 +76,7 @@ static struct {
     size_t nparked_list;
     struct sigaction program;  /* what the program believes is installed for sig */
     char dents[32768];         /* getdents64 buffer (stopper only) */
+    char status[4096];         /* a thread's /proc status (stopper only) */
 } W = {.lock = OSCAR_LOCK_INIT(WORLD), .sig = SIGPWR};
 
 static size_t hash_of(int32_t tid) { return ((uint32_t)tid * 2654435761u) % WORLD_HASH; }
@@ -292,21 +295,63 @@ static long ask_new(int dirfd, int pid, long self) {
 }
 
 /* Waits until every asked thread has parked or gone. 0, or -ETIMEDOUT at the deadline. */
-static int wait_parked(int pid, uint64_t deadline) {
+/* Does thread tid block the park signal (its SigBlk in /proc)? Only a raw system call can
+ * do that for long: our wrappers remove it from every mask. */
+static bool blocks_park(long tid) {
+    char path[64];
+    struct fmt f = FMT_INIT(path);
+    fmt_str(&f, "/proc/self/task/");
+    fmt_i64(&f, tid);
+    fmt_str(&f, "/status");
+    fmt_char(&f, 0);
+    long fd = os_open_read(path);
+    if (fd < 0)
+        return false;
+    long n = os_read((int)fd, W.status, sizeof W.status - 1);
+    os_close((int)fd);
+    if (n <= 0)
+        return false;
+    W.status[n] = 0;
+    const char *p = strstr(W.status, "SigBlk:");
+    if (!p)
+        return false;
+    uint64_t mask = 0;
+    for (p += 7; *p == ' ' || *p == '\t'; p++)
+        ;
+    for (;; p++) {
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (d < 0)
+            break;
+        mask = mask << 4 | (uint64_t)d;
+    }
+    return (mask >> (W.sig - 1)) & 1;
+}
+
+static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
     for (;;) {
         uint32_t seen = atomic_load_explicit(&W.nparked, memory_order_acquire);
         if (seen >= atomic_load_explicit(&W.nexpect, memory_order_acquire))
             return 0;
         if (os_futex_wait(&W.nparked, seen, 2000000) == ETIMEDOUT) {
-            /* Slow to answer: has any of them exited (maybe with every signal blocked)? */
+            /* Slow to answer: has any of them exited (maybe with every signal blocked)? After
+             * 50 ms (a thread being created runs a moment with every signal blocked), one that
+             * blocks the park signal will not answer: give up at once rather than at the
+             * deadline. */
+            uint64_t now = os_monotonic_ns();
+            bool check_masks = now - start > 50000000u;
             for (size_t i = 0; i < W.n; i++) {
                 struct slot *s = &W.slots[i];
                 int expected = SLOT_ASKED;
-                if (atomic_load(&s->state) == SLOT_ASKED && os_tgkill(pid, s->t.tid, 0) == ESRCH &&
-                    atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
-                    atomic_fetch_sub(&W.nexpect, 1);
+                if (atomic_load(&s->state) != SLOT_ASKED)
+                    continue;
+                if (os_tgkill(pid, s->t.tid, 0) == ESRCH) {
+                    if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
+                        atomic_fetch_sub(&W.nexpect, 1);
+                } else if (check_masks && blocks_park(s->t.tid)) {
+                    return -EAGAIN;
+                }
             }
-            if (os_monotonic_ns() > deadline)
+            if (now > deadline)
                 return -ETIMEDOUT;
         }
     }
@@ -331,7 +376,7 @@ int world_stop(void) {
     atomic_store(&W.nexpect, 0);
     uint32_t epoch = atomic_fetch_add(&W.epoch, 1) + 1;
     atomic_store_explicit(&W.stopping, true, memory_order_release);
-    uint64_t deadline = os_monotonic_ns() + WORLD_TIMEOUT_NS;
+    uint64_t start = os_monotonic_ns(), deadline = start + WORLD_TIMEOUT_NS;
     long dirfd = os_open_dir("/proc/self/task");
     long err = dirfd < 0 ? dirfd : 0;
     while (!err) {
@@ -340,7 +385,7 @@ int world_stop(void) {
             err = fresh;
             break;
         }
-        if ((err = wait_parked(pid, deadline)) != 0)
+        if ((err = wait_parked(pid, start, deadline)) != 0)
             break;
         if (fresh == 0)
             break; /* every thread parked, and none appeared since the last listing */
