@@ -107,8 +107,9 @@ def markdown(rows):
             "" if r.get("scan_mib_per_round") is None else "%.0f" % r["scan_mib_per_round"],
             "" if r.get("scan_gib_per_s") is None else "%.1f" % r["scan_gib_per_s"],
             r.get("scan_still_referenced", "")))
-    lines += ["", "Blank: the allocator reported no such figure (MarkUs logs whole "
-              "milliseconds and no bytes; Oscar's counters appear once protect mode runs).", ""]
+    lines += ["", "Blank: the allocator reported no such figure (MarkUs logs its stops in "
+              "whole milliseconds and no bytes scanned). GiB/s: MiB scanned per mark over the "
+              "median stop.", ""]
     return "\n".join(lines)
 
 

@@ -141,9 +141,12 @@ def markdown(rows_list, allocators, workloads, meta):
             cells = []
             for a in scanned:
                 r = rows.get((w, a))
-                if r is None or r["status"] != "ok" or not r.get("scan_rounds"):
+                if r is None or r["status"] != "ok" or r.get("scan_rounds") is None:
                     cells.append(_cell(r, "scan_rounds", 0) if r is None or r["status"] != "ok"
                                  else "")
+                    continue
+                if not r["scan_rounds"]:
+                    cells.append("0 marks")
                     continue
                 ms = lambda k: ("%.1f" % (r[k] / 1000.0)) if r.get(k) is not None else ""  # noqa: E731
                 mib = ("%.0f" % r["scan_mib_per_round"]) if r.get("scan_mib_per_round") else ""
