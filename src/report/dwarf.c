@@ -831,6 +831,8 @@ int dwarf_resolve(const char *img, size_t len, uint64_t vaddr, struct dwarf_fram
     return n;
 }
 
+void dwarf_after_fork(void) { atomic_flag_clear(&busy); }
+
 int dwarf_build_id(const char *img, size_t len, char *hex, size_t cap) {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
     if (len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||

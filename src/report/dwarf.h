@@ -26,6 +26,9 @@ struct dwarf_frame {
  * NULL) and returns how many frames (0: no debug information covers vaddr). */
 int dwarf_resolve(const char *img, size_t len, uint64_t vaddr, struct dwarf_frame *out, int max);
 
+/* The fork child: a report another thread was resolving at fork never ends there. */
+void dwarf_after_fork(void);
+
 /* The GNU build id of the ELF image as lowercase hex (for /usr/lib/debug/.build-id/xx/rest.debug);
  * returns its length in bytes, 0 when there is none. */
 int dwarf_build_id(const char *img, size_t len, char *hex, size_t cap);

@@ -5,6 +5,7 @@
 #include "os/os.h"
 #include "mem/region.h"
 #include "base/stats.h"
+#include "report/dwarf.h"
 #include "report/unwind.h"
 
 #include <dlfcn.h>
@@ -37,7 +38,11 @@ uint32_t stack_thread_id(void) {
     return my_tid;
 }
 
-void stack_after_fork(void) { my_tid = 0; }
+void stack_after_fork(void) {
+    my_tid = 0;
+    unwind_after_fork();
+    dwarf_after_fork();
+}
 
 #define PROBES 64
 

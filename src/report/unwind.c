@@ -50,8 +50,10 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
     if (hi <= lo)
         return 0;
     int n = atomic_load_explicit(&module_count, memory_order_relaxed);
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
     for (int i = 0; i < n; i++) {
         if (modules[i].lo == lo && modules[i].hi == hi && modules[i].bias == info->dlpi_addr &&
+            modules[i].eh_hdr == eh && (!*name || !strncmp(modules[i].path, name, MODULE_PATH_MAX - 1)) &&
             !atomic_load_explicit(&module_gone[i], memory_order_relaxed)) {
             seen_now[i] = true;
             return 0;
@@ -64,8 +66,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
     m->hi = hi;
     m->bias = info->dlpi_addr;
     m->eh_hdr = eh;
-    const char *name = info->dlpi_name;
-    if (!name || !*name) /* the main program */
+    if (!*name) /* the main program */
         os_readlink("/proc/self/exe", m->path, sizeof m->path);
     else if (strchr(name, '/')) {
         size_t l = strlen(name);
@@ -81,20 +82,61 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-void module_refresh(bool force) {
-    uint64_t now = os_monotonic_ns();
-    if (!force && now - atomic_load_explicit(&last_refresh_ns, memory_order_relaxed) < REFRESH_EVERY_NS &&
-        atomic_load_explicit(&module_count, memory_order_relaxed))
-        return;
-    if (atomic_flag_test_and_set_explicit(&refreshing, memory_order_acquire))
-        return;
-    atomic_store_explicit(&last_refresh_ns, now, memory_order_relaxed);
+/* The loader's counts of modules loaded and unloaded so far (dl_phdr_info's dlpi_adds and
+ * dlpi_subs), read from the first module: the walk stops there. */
+static _Atomic uint64_t seen_adds = UINT64_MAX, seen_subs;
+
+static int read_counts(struct dl_phdr_info *info, size_t size, void *arg) {
+    uint64_t *c = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        c[0] = info->dlpi_adds;
+        c[1] = info->dlpi_subs;
+    }
+    return 1;
+}
+
+static void cache_flush(void);
+
+/* Under `refreshing`. */
+static void rebuild(void) {
     int before = atomic_load_explicit(&module_count, memory_order_relaxed);
     memset(seen_now, 0, sizeof seen_now);
     dl_iterate_phdr(add_module, NULL);
     for (int i = 0; i < before; i++)
         if (!seen_now[i])
             atomic_store_explicit(&module_gone[i], true, memory_order_relaxed);
+}
+
+void module_refresh(bool force) {
+    uint64_t now = os_monotonic_ns();
+    if (!force && now - atomic_load_explicit(&last_refresh_ns, memory_order_relaxed) < REFRESH_EVERY_NS &&
+        atomic_load_explicit(&module_count, memory_order_relaxed) != 0)
+        return;
+    if (atomic_flag_test_and_set_explicit(&refreshing, memory_order_acquire))
+        return;
+    atomic_store_explicit(&last_refresh_ns, now, memory_order_relaxed);
+    rebuild();
+    atomic_flag_clear_explicit(&refreshing, memory_order_release);
+}
+
+/* Bring the table up to date when the loader loaded or unloaded a module since the last look
+ * (one dl_iterate_phdr step: its lock, one callback). After an unload the rule cache is
+ * emptied: a module loaded at the same addresses must not get the old one's rules. */
+static void module_sync(void) {
+    uint64_t c[2] = {0, 0};
+    dl_iterate_phdr(read_counts, c);
+    if (c[0] == atomic_load_explicit(&seen_adds, memory_order_relaxed) &&
+        c[1] == atomic_load_explicit(&seen_subs, memory_order_relaxed))
+        return;
+    if (atomic_flag_test_and_set_explicit(&refreshing, memory_order_acquire))
+        return;
+    bool unloaded = c[1] != atomic_load_explicit(&seen_subs, memory_order_relaxed);
+    rebuild();
+    if (unloaded)
+        cache_flush();
+    atomic_store_explicit(&seen_adds, c[0], memory_order_relaxed);
+    atomic_store_explicit(&seen_subs, c[1], memory_order_relaxed);
+    atomic_store_explicit(&last_refresh_ns, os_monotonic_ns(), memory_order_relaxed);
     atomic_flag_clear_explicit(&refreshing, memory_order_release);
 }
 
@@ -410,11 +452,9 @@ static inline struct cache_entry *cache_slot(uintptr_t pc) {
 
 /* The cache missed: find the module, run its CFA program, remember the rule. */
 __attribute__((noinline)) static struct rule rule_slow(uintptr_t pc, bool may_refresh) {
+    if (may_refresh)
+        module_sync();
     const struct module *m = module_of(pc);
-    if (!m && may_refresh) {
-        module_refresh(false);
-        m = module_of(pc);
-    }
     if (!m) /* not cached: a module loaded later may cover it */
         return (struct rule){.kind = RULE_NONE};
     struct rule rule = compute_rule(m, pc);
@@ -424,6 +464,15 @@ __attribute__((noinline)) static struct rule rule_slow(uintptr_t pc, bool may_re
     atomic_store_explicit(&e->rule, packed, memory_order_relaxed);
     atomic_store_explicit(&e->check, mix(pc, packed), memory_order_relaxed);
     return rule;
+}
+
+static void cache_flush(void) {
+    for (size_t i = 0; i < CACHE_SIZE; i++)
+        atomic_store_explicit(&cache[i].check, 0, memory_order_relaxed); /* never a valid check */
+}
+
+void unwind_after_fork(void) {
+    atomic_flag_clear(&refreshing); /* a thread that held it does not exist in the child */
 }
 
 static inline struct rule rule_for(uintptr_t pc, bool may_refresh) {

@@ -3,10 +3,11 @@
  * .eh_frame_hdr's sorted table), as libgcc's unwinder does, with no allocation and no lock.
  *
  * The module table: the loaded ELF modules (range, load bias, .eh_frame_hdr, path), filled by
- * dl_iterate_phdr outside signal handlers only (module_refresh: at the first capture and when
- * a capture meets a pc of no known module, at most every 50 ms), append-only, so the SIGSEGV
- * handler reads it without the loader's lock. A pc in no module (JIT code) is walked by its
- * frame pointer.
+ * dl_iterate_phdr outside signal handlers only: a capture whose rule cache misses first asks the
+ * loader whether a module was loaded or unloaded since (its adds/subs counts) and rebuilds the
+ * table then (emptying the rule cache after an unload). Append-only, so the SIGSEGV handler
+ * reads it without the loader's lock. A pc in no module (JIT code) is walked by its frame
+ * pointer.
  *
  * The rule cache: what the CFA program says for a pc (CFA = rsp or rbp + N, where rbp and the
  * return address were saved), 4096 entries keyed by pc, each checked by a hash of its words so
@@ -31,6 +32,8 @@ const struct module *module_of(uintptr_t pc);
 /* Rebuild the table from dl_iterate_phdr (takes the loader's lock: never from a signal
  * handler). Rate-limited unless force. */
 void module_refresh(bool force);
+/* The fork child: a refresh another thread was running at fork never ends there. */
+void unwind_after_fork(void);
 
 struct unwind_regs {
     uintptr_t pc, sp, fp;
