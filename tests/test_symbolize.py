@@ -194,3 +194,17 @@ def test_oscar_symbolize_keeps_resolved_frames_and_other_lines(runner):
     kept = [l for l in res.stderr.splitlines() if not FRAME.fullmatch(l) or FRAME.fullmatch(l).group(4)]
     out = iter(done.stdout.splitlines())
     assert all(any(l == o for o in out) for l in kept), (done.stdout, res.stderr)
+
+
+def test_uaf_on_alternate_signal_stack_reaches_main(runner):
+    """The handler runs on a sigaltstack: the walk crosses the kernel's signal frame
+    (__restore_rt's 'S' CIE) back to the interrupted raise() and main on the thread's stack."""
+    res = runner.oscar("uaf_on_altstack")
+    v = parse_values(res.stdout)
+    report = assert_report(res, signal.SIGSEGV,
+                           re.escape("oscar: heap-use-after-free on address %s (READ)" % hexaddr(v["access"])),
+                           location_line(v["access"], v["ptr"], 30))
+    access = stack(report, r"READ by thread \d+ here:")
+    funcs = [f["func"] for f in access]
+    assert funcs[0] == "on_usr1" and "raise" in funcs and "main" in funcs, report
+    assert funcs.index("raise") < funcs.index("main"), report

@@ -136,9 +136,21 @@ static int walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int ma
     /* Only read inside [sp, top): every byte there is mapped stack. A thread on another
      * stack (signal stack, coroutine) keeps just the first frame. */
     if (top - sp > (64UL << 20)) {
-        if (!stack_is_ours(r.pc) && n < max)
-            out[n++] = r.pc;
-        return n;
+        /* On the alternate signal stack: walk it up to the signal frame, then go on from the
+         * interrupted context on the thread's own stack. Any other stack (a coroutine's) keeps
+         * just its first frame. */
+        stack_t ss;
+        bool on_alt = os_sigaltstack_get(&ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+        uintptr_t alt_lo = on_alt ? (uintptr_t)ss.ss_sp : 0, alt_hi = alt_lo + (on_alt ? ss.ss_size : 0);
+        if (!on_alt || sp - alt_lo >= alt_hi - alt_lo) {
+            if (!stack_is_ours(r.pc) && n < max)
+                out[n++] = r.pc;
+            return n;
+        }
+        n = unwind_walk(&r, sp, alt_hi, may_refresh, lib_lo, lib_hi, out, n, max);
+        if (n == max || !r.exact || top - r.sp > (64UL << 20))
+            return n; /* (exact: the walk stopped on a signal frame whose context is elsewhere) */
+        sp = r.sp;
     }
     return unwind_walk(&r, sp, top, may_refresh, lib_lo, lib_hi, out, n, max);
 }
