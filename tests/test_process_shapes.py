@@ -67,3 +67,15 @@ def test_fork_exec_through_cli(runner):
     res = runner.cli("fork_exec_preload")
     assert res.returncode == 0 and res.stdout.count("liboscar mapped yes") == 4, res.describe()
     assert "uaf child: killed by signal %d" % signal.SIGSEGV in res.stdout, res.describe()
+
+
+def test_degraded_mode_with_threads_and_forks_never_hangs(runner):
+    """Issue 18, defect 1: OSCAR_GUARDS=0 OSCAR_MAP_RESERVE=60000, two threads allocating
+    ~100,000 objects while the main thread forks: degraded mode sets in (one warning), and
+    nothing spins or deadlocks."""
+    from conftest import MAPPING_LIMIT_WARNING
+    expected = runner.glibc("degraded_fork_threads")
+    res = runner.oscar("degraded_fork_threads", timeout=SLOW_TIMEOUT,
+                       env={"OSCAR_GUARDS": "0", "OSCAR_MAP_RESERVE": "60000"})
+    assert_same_output(res, expected, allowed_warnings=[MAPPING_LIMIT_WARNING])
+    assert len(res.oscar_lines()) == 1, "degraded mode never set in\n" + res.describe()

@@ -72,17 +72,19 @@ static void warn_once(long count) {
     fmt_flush(&f, 2);
 }
 
-static void recount(void) {
+/* relieve: call the relief hook when below the soft limit (a drift recount, which comes
+ * often, calls it only when degraded mode just ended). */
+static void recount(bool relieve) {
     if (atomic_flag_test_and_set(&recounting))
         return; /* another thread is counting */
     long lines;
+    int was = atomic_load(&degraded);
     if (os_count_lines("/proc/self/maps", &lines) == 0) {
         stats_add(STAT_MAPPING_RECOUNTS, 1);
         atomic_store(&changes, 0);
         atomic_store(&estimate, lines);
         atomic_store(&oscar_stats[STAT_MAPPINGS_ESTIMATE], (uint64_t)lines);
         stats_raise_peak(STAT_PEAK_MAPPINGS_ESTIMATE, (uint64_t)lines);
-        int was = atomic_load(&degraded);
         if (lines >= soft_limit) {
             atomic_store(&degraded, 1);
             atomic_store(&oscar_stats[STAT_MAPPING_LIMIT_DEGRADED], 1);
@@ -96,7 +98,7 @@ static void recount(void) {
         }
     }
     atomic_flag_clear(&recounting);
-    if (!atomic_load(&degraded) && relief_hook)
+    if (!atomic_load(&degraded) && relief_hook && (relieve || was))
         relief_hook();
 }
 
@@ -113,10 +115,11 @@ void maplimit_add(long delta) {
     long abs_delta = delta < 0 ? -delta : delta;
     long changed = atomic_fetch_add_explicit(&changes, abs_delta, memory_order_relaxed) + abs_delta;
     if (now >= atomic_load_explicit(&next_recount, memory_order_relaxed) ||
-        changed >= DRIFT_CHANGES(now) ||
         (delta < 0 && atomic_load_explicit(&degraded, memory_order_relaxed) &&
          now < soft_limit - HYSTERESIS))
-        recount();
+        recount(true);
+    else if (changed >= DRIFT_CHANGES(now))
+        recount(false);
 }
 
 bool maplimit_defer(long delta) {
@@ -163,5 +166,5 @@ void maplimit_on_enomem(void) {
     if (fit_address_space_limit())
         return;
     atomic_store(&next_recount, 0);
-    recount();
+    recount(true);
 }
