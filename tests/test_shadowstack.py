@@ -63,7 +63,8 @@ def build(oscar, tmp_path, source, opt, how, extra=()):
         cmd = oscar + ["--offset=random", "--"] + cmd
     elif how != "plain":
         cmd = oscar + ["--mode=" + how, "--"] + cmd
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout
     return out
 
@@ -126,7 +127,7 @@ def test_attack_without_overflow_returns(oscar, tmp_path, how):
 # ---------------------------------------------------------------------------------------------
 # Correct programs print what they print when built plainly
 
-PROGRAMS = ["threads.c", "longjmp.c", "callbacks.c", "exceptions.cc"]
+PROGRAMS = ["threads.c", "longjmp.c", "callbacks.c", "exceptions.cc", "ipa_ra.c"]
 
 
 @pytest.mark.parametrize("opt", ["O0", "O2"])
@@ -264,3 +265,15 @@ def test_random_offset(oscar, tmp_path):
     assert run(prog, "write").returncode == -signal.SIGSEGV
     fixed = run(build(oscar, tmp_path, "offset.c", "O2", "check"))
     assert int(fixed.stdout) == -(2 << 40)
+
+
+@pytest.mark.parametrize("flag", ["-flto", "-pipe", "-save-temps"])
+def test_lto_pipe_save_temps(oscar, tmp_path, flag):
+    """The assembler wrapper sees link-time code generation's output, a pipe, and -save-temps'
+    files too."""
+    prog = build(oscar, tmp_path, "attack.c", "O2", "check", extra=[flag])
+    proc = subprocess.run([str(prog), "32"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == -signal.SIGABRT
+    m = REPORT.match(proc.stderr.splitlines()[0])
+    assert m and m.group(1).startswith("vulnerable")
