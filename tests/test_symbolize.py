@@ -208,3 +208,17 @@ def test_uaf_on_alternate_signal_stack_reaches_main(runner):
     funcs = [f["func"] for f in access]
     assert funcs[0] == "on_usr1" and "raise" in funcs and "main" in funcs, report
     assert funcs.index("raise") < funcs.index("main"), report
+
+
+def test_libc_frames_have_file_and_line_when_its_debug_file_is_installed(runner):
+    """libc6-dbg: a separate debug file found by build id, with zlib-compressed sections."""
+    out = subprocess.run(["readelf", "-n", "/lib/x86_64-linux-gnu/libc.so.6"], capture_output=True,
+                         text=True).stdout if shutil.which("readelf") else ""
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    if not m or not os.path.exists("/usr/lib/debug/.build-id/%s/%s.debug" % (m.group(1)[:2], m.group(1)[2:])):
+        pytest.skip("libc's debug file (libc6-dbg) is not installed, or readelf is missing")
+    res = runner.oscar("uaf_in_libc", "memset")
+    report = assert_report(res, signal.SIGSEGV, r"oscar: heap-use-after-free on address 0x[0-9a-f]+ \(WRITE\)")
+    access = stack(report, r"WRITE by thread \d+ here:")
+    assert access[0]["file"] and re.search(r"memset.*\.S$", access[0]["file"]) and access[0]["line"], report
+    assert access[1]["func"] == "main", report

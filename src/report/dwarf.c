@@ -1,6 +1,7 @@
 /* dwarf: see dwarf.h. */
 #define _GNU_SOURCE
 #include "report/dwarf.h"
+#include "os/os.h"
 
 #include <elf.h>
 #include <stdatomic.h>
@@ -84,6 +85,198 @@ static void rd_skip(struct rd *r, uint64_t n) {
         r->p += n;
 }
 
+/* ---- Compressed sections (SHF_COMPRESSED, ELFCOMPRESS_ZLIB): a small inflater (RFC 1950/1951)
+ * writing into a buffer the caller mapped; no allocation, tables on the stack. */
+
+struct bits {
+    const uint8_t *p, *end;
+    uint32_t buf;
+    int n;
+    bool bad;
+};
+
+static int getbits(struct bits *b, int need) {
+    while (b->n < need) {
+        if (b->p >= b->end) {
+            b->bad = true;
+            return 0;
+        }
+        b->buf |= (uint32_t)*b->p++ << b->n;
+        b->n += 8;
+    }
+    int v = (int)(b->buf & ((1u << need) - 1));
+    b->buf >>= need;
+    b->n -= need;
+    return v;
+}
+
+struct huff {
+    uint16_t count[16];  /* codes of each length */
+    uint16_t symbol[320]; /* symbols ordered by code */
+};
+
+/* Canonical Huffman table from code lengths; false when over-subscribed. */
+static bool huff_build(struct huff *h, const uint8_t *len, int n) {
+    uint16_t offs[16];
+    memset(h->count, 0, sizeof h->count);
+    for (int i = 0; i < n; i++)
+        h->count[len[i]]++;
+    h->count[0] = 0;
+    int left = 1;
+    for (int l = 1; l < 16; l++) {
+        left <<= 1;
+        left -= h->count[l];
+        if (left < 0)
+            return false;
+    }
+    offs[1] = 0;
+    for (int l = 1; l < 15; l++)
+        offs[l + 1] = (uint16_t)(offs[l] + h->count[l]);
+    for (int i = 0; i < n; i++)
+        if (len[i])
+            h->symbol[offs[len[i]]++] = (uint16_t)i;
+    return true;
+}
+
+static int huff_decode(struct bits *b, const struct huff *h) {
+    int code = 0, first = 0, index = 0;
+    for (int l = 1; l < 16; l++) {
+        code |= getbits(b, 1);
+        int count = h->count[l];
+        if (code - first < count)
+            return h->symbol[index + (code - first)];
+        index += count;
+        first = (first + count) << 1;
+        code <<= 1;
+        if (b->bad)
+            return -1;
+    }
+    return -1;
+}
+
+static const uint16_t len_base[29] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31,
+                                      35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+static const uint8_t len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+                                      3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+static const uint16_t dist_base[30] = {1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129,
+                                       193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097,
+                                       6145, 8193, 12289, 16385, 24577};
+static const uint8_t dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6,
+                                       7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+
+static bool inflate_codes(struct bits *b, const struct huff *lit, const struct huff *dist,
+                          uint8_t *out, size_t cap, size_t *pos) {
+    for (;;) {
+        int sym = huff_decode(b, lit);
+        if (sym < 0)
+            return false;
+        if (sym < 256) {
+            if (*pos >= cap)
+                return false;
+            out[(*pos)++] = (uint8_t)sym;
+        } else if (sym == 256) {
+            return true;
+        } else {
+            sym -= 257;
+            if (sym >= 29)
+                return false;
+            size_t len = len_base[sym] + (size_t)getbits(b, len_extra[sym]);
+            int ds = huff_decode(b, dist);
+            if (ds < 0 || ds >= 30)
+                return false;
+            size_t d = dist_base[ds] + (size_t)getbits(b, dist_extra[ds]);
+            if (b->bad || d > *pos || len > cap - *pos)
+                return false;
+            for (size_t i = 0; i < len; i++, (*pos)++)
+                out[*pos] = out[*pos - d];
+        }
+    }
+}
+
+/* Inflate the zlib stream [in, in + n) into out[0..cap); true when exactly cap bytes came out. */
+static bool zlib_inflate(const uint8_t *in, size_t n, uint8_t *out, size_t cap) {
+    if (n < 2 || (in[0] & 0x0f) != 8 || ((in[0] << 8) | in[1]) % 31 != 0 || (in[1] & 0x20))
+        return false;
+    struct bits b = {in + 2, in + n, 0, 0, false};
+    size_t pos = 0;
+    struct huff lit, dist;
+    uint8_t lens[320];
+    int last;
+    do {
+        last = getbits(&b, 1);
+        int type = getbits(&b, 2);
+        if (b.bad)
+            return false;
+        if (type == 0) { /* stored */
+            b.buf = 0;
+            b.n = 0;
+            if (b.end - b.p < 4)
+                return false;
+            size_t len = (size_t)b.p[0] | (size_t)b.p[1] << 8;
+            b.p += 4;
+            if ((size_t)(b.end - b.p) < len || len > cap - pos)
+                return false;
+            memcpy(out + pos, b.p, len);
+            pos += len;
+            b.p += len;
+            continue;
+        }
+        if (type == 1) { /* fixed codes */
+            int i = 0;
+            for (; i < 144; i++) lens[i] = 8;
+            for (; i < 256; i++) lens[i] = 9;
+            for (; i < 280; i++) lens[i] = 7;
+            for (; i < 288; i++) lens[i] = 8;
+            huff_build(&lit, lens, 288);
+            for (i = 0; i < 30; i++) lens[i] = 5;
+            huff_build(&dist, lens, 30);
+        } else if (type == 2) { /* dynamic codes */
+            static const uint8_t order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+            int nlen = getbits(&b, 5) + 257, ndist = getbits(&b, 5) + 1, ncode = getbits(&b, 4) + 4;
+            if (b.bad || nlen > 286 || ndist > 30)
+                return false;
+            uint8_t cl[19] = {0};
+            for (int i = 0; i < ncode; i++)
+                cl[order[i]] = (uint8_t)getbits(&b, 3);
+            struct huff lencode;
+            if (!huff_build(&lencode, cl, 19))
+                return false;
+            int i = 0;
+            while (i < nlen + ndist) {
+                int sym = huff_decode(&b, &lencode);
+                if (sym < 0)
+                    return false;
+                if (sym < 16) {
+                    lens[i++] = (uint8_t)sym;
+                    continue;
+                }
+                int rep, val = 0;
+                if (sym == 16) {
+                    if (!i)
+                        return false;
+                    val = lens[i - 1];
+                    rep = 3 + getbits(&b, 2);
+                } else if (sym == 17) {
+                    rep = 3 + getbits(&b, 3);
+                } else {
+                    rep = 11 + getbits(&b, 7);
+                }
+                if (i + rep > nlen + ndist)
+                    return false;
+                while (rep--)
+                    lens[i++] = (uint8_t)val;
+            }
+            if (!huff_build(&lit, lens, nlen) || !huff_build(&dist, lens + nlen, ndist))
+                return false;
+        } else {
+            return false;
+        }
+        if (!inflate_codes(&b, &lit, &dist, out, cap, &pos))
+            return false;
+    } while (!last);
+    return pos == cap;
+}
+
 /* ---- Sections */
 
 struct sect {
@@ -94,6 +287,15 @@ struct sect {
 struct dw {
     struct sect info, abbrev, line, str, line_str, aranges, ranges, rnglists;
 };
+
+/* The sections inflated last (a debug file's, by its build id): kept mapped until another
+ * file's are needed, so each frame of a report does not inflate them again. Under `busy`. */
+static struct {
+    char id[128];
+    struct dw d;  /* only the inflated sections are set */
+    void *map;
+    size_t map_len;
+} inflated;
 
 static bool find_sections(const char *img, size_t len, struct dw *d) {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
@@ -116,20 +318,65 @@ static bool find_sections(const char *img, size_t len, struct dw *d) {
         {".debug_line_str", offsetof(struct dw, line_str)}, {".debug_aranges", offsetof(struct dw, aranges)},
         {".debug_ranges", offsetof(struct dw, ranges)},     {".debug_rnglists", offsetof(struct dw, rnglists)},
     };
+    struct dw packed; /* compressed sections: their Elf64_Chdr and stream */
+    memset(&packed, 0, sizeof packed);
+    size_t inflated_total = 0;
     for (int i = 0; i < eh->e_shnum; i++) {
         if (sh[i].sh_type != SHT_PROGBITS || sh[i].sh_name >= names->sh_size ||
-            (sh[i].sh_flags & SHF_COMPRESSED) || sh[i].sh_offset > len ||
-            sh[i].sh_size > len - sh[i].sh_offset)
+            sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset)
             continue;
         const char *nm = img + names->sh_offset + sh[i].sh_name;
         size_t room = names->sh_size - sh[i].sh_name;
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
             size_t wl = strlen(want[k].name);
             if (room > wl && memcmp(nm, want[k].name, wl + 1) == 0) {
-                struct sect *s = (struct sect *)((char *)d + want[k].off);
+                bool z = (sh[i].sh_flags & SHF_COMPRESSED) != 0;
+                struct sect *s = (struct sect *)((char *)(z ? &packed : d) + want[k].off);
                 s->p = (const uint8_t *)img + sh[i].sh_offset;
                 s->n = sh[i].sh_size;
+                if (z) {
+                    const Elf64_Chdr *ch = (const Elf64_Chdr *)s->p;
+                    if (s->n < sizeof *ch || ch->ch_type != ELFCOMPRESS_ZLIB || ch->ch_size > (1UL << 32))
+                        s->p = NULL, s->n = 0;
+                    else
+                        inflated_total += (ch->ch_size + 15) & ~(size_t)15;
+                }
             }
+        }
+    }
+    if (inflated_total) {
+        char id[128];
+        if (!dwarf_build_id(img, len, id, sizeof id))
+            return d->info.n && d->abbrev.n && d->line.n;
+        if (strcmp(id, inflated.id) != 0) {
+            if (inflated.map)
+                os_unmap(inflated.map, inflated.map_len);
+            memset(&inflated, 0, sizeof inflated);
+            int err;
+            uint8_t *out = os_alloc_meta(inflated_total, &err);
+            if (!out)
+                return d->info.n && d->abbrev.n && d->line.n;
+            inflated.map = out;
+            inflated.map_len = inflated_total;
+            memcpy(inflated.id, id, sizeof id);
+            for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+                const struct sect *z = (const struct sect *)((const char *)&packed + want[k].off);
+                if (!z->n)
+                    continue;
+                const Elf64_Chdr *ch = (const Elf64_Chdr *)z->p;
+                struct sect *s = (struct sect *)((char *)&inflated.d + want[k].off);
+                if (zlib_inflate(z->p + sizeof *ch, z->n - sizeof *ch, out, ch->ch_size)) {
+                    s->p = out;
+                    s->n = ch->ch_size;
+                }
+                out += (ch->ch_size + 15) & ~(size_t)15;
+            }
+        }
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+            const struct sect *z = (const struct sect *)((const char *)&inflated.d + want[k].off);
+            struct sect *s = (struct sect *)((char *)d + want[k].off);
+            if (z->n && !s->n)
+                *s = *z;
         }
     }
     return d->info.n && d->abbrev.n && d->line.n;
@@ -590,15 +837,17 @@ static const char *v5_entry(const struct dw *d, const struct line_hdr *h, bool f
 
 /* File number `idx` of a line program: its name and directory (NULL when the name is absolute
  * or no directory is known). */
-static bool line_file(const struct dw *d, const struct line_hdr *h, uint64_t idx, const char **dir,
-                      const char **name) {
-    *dir = NULL;
+static bool line_file(const struct dw *d, const struct line_hdr *h, uint64_t idx, const char **base,
+                      const char **dir, const char **name) {
+    *base = *dir = NULL;
     *name = NULL;
     if (h->version >= 5) {
         uint64_t di = 0;
         *name = v5_entry(d, h, true, idx, &di);
         if (*name && **name != '/')
             *dir = v5_entry(d, h, false, di, NULL);
+        if (*dir && **dir != '/' && di) /* relative to directory 0, the compilation's */
+            *base = v5_entry(d, h, false, 0, NULL);
         return *name != NULL;
     }
     if (!idx)
@@ -627,6 +876,8 @@ static bool line_file(const struct dw *d, const struct line_hdr *h, uint64_t idx
             return true;
         *dir = rd_cstr(&dr);
     }
+    if (*dir && **dir != '/')
+        *base = h->comp_dir;
     return true;
 }
 
@@ -803,9 +1054,9 @@ static int resolve_locked(const char *img, size_t len, uint64_t pc, struct dwarf
     int k = 0;
     for (int i = n - 1; i >= 0 && k < max; i--, k++) {
         out[k].func = die_name(&d, &u, &chain[i]);
-        out[k].dir = out[k].file = NULL;
+        out[k].base = out[k].dir = out[k].file = NULL;
         out[k].line = 0;
-        if (have_line && line && line_file(&d, &h, file, &out[k].dir, &out[k].file))
+        if (have_line && line && line_file(&d, &h, file, &out[k].base, &out[k].dir, &out[k].file))
             out[k].line = line;
         if (chain[i].tag == TAG_inlined_subroutine) {
             file = chain[i].call_file;
@@ -815,7 +1066,7 @@ static int resolve_locked(const char *img, size_t len, uint64_t pc, struct dwarf
     }
     if (!n && have_line && line) { /* no function DIE, but a line */
         out[0].func = NULL;
-        if (line_file(&d, &h, file, &out[0].dir, &out[0].file)) {
+        if (line_file(&d, &h, file, &out[0].base, &out[0].dir, &out[0].file)) {
             out[0].line = line;
             k = 1;
         }

@@ -16,6 +16,7 @@
 
 struct dwarf_frame {
     const char *func; /* NULL: unknown (the caller then uses the symbol table) */
+    const char *base; /* NULL or the compilation directory, when dir is relative */
     const char *dir;  /* NULL or the directory of file */
     const char *file; /* NULL: no line information */
     unsigned line;

@@ -107,7 +107,7 @@ int symbolize_frame(struct fmt *f, int fd, uintptr_t pc, bool exact, int index, 
             sym = lookup(debug, dlen, at);
     }
     if (!n) {
-        fr[0] = (struct dwarf_frame){NULL, NULL, NULL, 0};
+        fr[0] = (struct dwarf_frame){NULL, NULL, NULL, NULL, 0};
         n = 1;
     }
     for (int k = 0; k < n; k++) {
@@ -122,6 +122,10 @@ int symbolize_frame(struct fmt *f, int fd, uintptr_t pc, bool exact, int index, 
         }
         if (fr[k].file && fr[k].line) {
             if (fr[k].dir && fr[k].file[0] != '/') {
+                if (fr[k].base && fr[k].dir[0] != '/') {
+                    fmt_str(f, fr[k].base);
+                    fmt_char(f, '/');
+                }
                 fmt_str(f, fr[k].dir);
                 fmt_char(f, '/');
             }
