@@ -91,6 +91,7 @@ static void sync_child_started(void) {
     }
 }
 
+/* From here on the child touches none of the parent's memory: the parent may go on. */
 static void sync_child_done(void) {
     if (sync_page) {
         atomic_store(&sync_page->word, (uint32_t)os_getpid() | SYNC_DONE);
@@ -98,7 +99,6 @@ static void sync_child_done(void) {
         os_unmap(sync_page, OSCAR_PAGE); /* (the parent's, shared: ours comes at our fork) */
         sync_page = NULL;
     }
-    errno = saved_errno;
 }
 
 /* child: the pid fork returned, when known (the wrappers below); else the pid the child
@@ -257,6 +257,7 @@ static void child_common(bool libc_fork) {
         p = q;
     }
     views_fork_child(); /* custom-allocator arenas and views (api.h) */
+    sync_child_done();
     stats_add(STAT_FORKS, 1);
     stack_after_fork();
     thread_after_fork_child();
@@ -267,7 +268,7 @@ static void child_common(bool libc_fork) {
     thread_unlock_registry();
     if (!libc_fork)
         _IO_list_unlock();
-    sync_child_done();
+    errno = saved_errno;
 }
 
 static void child(void) { child_common(true); }
