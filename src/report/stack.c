@@ -138,9 +138,10 @@ static int walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int ma
     if (top - sp > (64UL << 20)) {
         /* On the alternate signal stack: walk it up to the signal frame, then go on from the
          * interrupted context on the thread's own stack. Any other stack (a coroutine's) keeps
-         * just its first frame. */
+         * just its first frame. Reports only (may_refresh false): a capture must not pay a
+         * system call per malloc in a program that runs on stacks of its own. */
         stack_t ss;
-        bool on_alt = os_sigaltstack_get(&ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+        bool on_alt = !may_refresh && os_sigaltstack_get(&ss) == 0 && (ss.ss_flags & SS_ONSTACK);
         uintptr_t alt_lo = on_alt ? (uintptr_t)ss.ss_sp : 0, alt_hi = alt_lo + (on_alt ? ss.ss_size : 0);
         if (!on_alt || sp - alt_lo >= alt_hi - alt_lo) {
             if (!stack_is_ours(r.pc) && n < max)
