@@ -71,7 +71,7 @@ def test_fork_exec_through_cli(runner):
 
 def test_degraded_mode_with_threads_and_forks_never_hangs(runner):
     """Issue 18, defect 1: OSCAR_GUARDS=0 OSCAR_MAP_RESERVE=60000, two threads allocating
-    ~100,000 objects while the main thread forks: degraded mode sets in (one warning), and
+    ~120,000 objects while the main thread forks: degraded mode sets in (one warning), and
     nothing spins or deadlocks."""
     from conftest import MAPPING_LIMIT_WARNING
     expected = runner.glibc("degraded_fork_threads")
