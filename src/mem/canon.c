@@ -516,8 +516,8 @@ static bool all_zero(const uint64_t *w, size_t n) {
 }
 
 /* The heap's descriptor is gone: copy the spans in use page by page from the window. Pages
- * that read as zeros are holes in the copy, and made holes again here (reading a hole
- * faulted a page in). */
+ * that read as zeros stay holes in the copy. (Reading a hole faults a page into the heap;
+ * it is not punched again: a thread the stop missed could be writing to it.) */
 static void copy_from_window(void) {
     uint64_t nspans = oscar_canon.max_pages / oscar_canon.span_pages;
     uint64_t used = atomic_load(&oscar_canon.next_span);
@@ -529,10 +529,8 @@ static void copy_from_window(void) {
         uint64_t first = sp * oscar_canon.span_pages;
         for (uint64_t pg = first; pg < first + oscar_canon.span_pages; pg++) {
             const uint64_t *from = (const uint64_t *)(oscar_canon.window + (pg << OSCAR_PAGE_SHIFT));
-            if (all_zero(from, OSCAR_PAGE / 8)) {
-                canon_punch(pg, 1);
+            if (all_zero(from, OSCAR_PAGE / 8))
                 continue;
-            }
             uint64_t *to = (uint64_t *)(copy.map + (pg << OSCAR_PAGE_SHIFT));
             for (size_t i = 0; i < OSCAR_PAGE / 8; i++)
                 to[i] = from[i];
