@@ -247,36 +247,54 @@ static int root_line(const struct maps_line *m, void *argv) {
         w->last_path[0] = 0;
         w->last_own = false;
     }
-    if (own || m->perms[0] != 'r' || m->perms[1] != 'w')
+    if (own || m->perms[0] != 'r')
         return 0;
-    if (m->perms[3] == 's' && !starts_with(m->path, "/dev/zero"))
-        return 0; /* shared file memory: the canonical heap, files, device memory */
+    /* Read-only: a file's text and constants hold no heap pointer; anonymous memory may (a
+     * table the program sealed with mprotect). */
+    if (m->perms[1] != 'w' && (file || follows_file || m->path[0] == '/'))
+        return 0;
+    /* Shared memory of the program's own is a root (a memfd, POSIX shm in /dev/shm,
+     * MAP_SHARED | MAP_ANONYMOUS as /dev/zero); Oscar's own memfds (the canonical heap, the
+     * arenas) are not. Reading past a file's end faults: the reads are guarded. */
+    if (starts_with(m->path, "/memfd:oscar-"))
+        return 0;
     if (m->path[0] == '[' && !starts_with(m->path, "[heap]") && !starts_with(m->path, "[stack") &&
         !starts_with(m->path, "[anon"))
         return 0; /* [vvar], [vsyscall], [vdso], [uprobes]... */
-    if (starts_with(m->path, "/dev/") && !starts_with(m->path, "/dev/zero"))
-        return 0;
+    if (starts_with(m->path, "/dev/") && !starts_with(m->path, "/dev/zero") &&
+        !starts_with(m->path, "/dev/shm/"))
+        return 0; /* device memory: reading it may have effects */
 
-    /* A parked thread's stack: from its sp (less the red zone) up; its signal frame apart. */
+    /* A parked thread's stack is read from its sp (less the red zone) up, its signal frame
+     * apart; below lies dead stack. Only a mapping that is nothing but a stack is cut so: the
+     * main [stack], or an anonymous mapping that is not a loaded object's bss. A stack pointer
+     * inside an alternate signal stack cuts only that altstack, and a stack the program placed
+     * among its globals (an altstack or a thread stack in bss) is read whole: the globals
+     * around it are roots too. (An altstack inside a larger mapping is reported twice.) */
+    bool plain_stack = starts_with(m->path, "[stack") ||
+                       (!file && !follows_file && m->path[0] != '/');
     bool stack = starts_with(m->path, "[stack");
     uintptr_t from = m->lo;
     size_t n = world_count();
     for (size_t i = 0; i < n; i++) {
         const struct world_thread *t = world_thread_at(i);
-        if (t->sp >= m->lo && t->sp < m->hi) {
-            stack = true;
-            from = t->sp - 128 > m->lo ? t->sp - 128 : m->lo;
-        }
+        bool on_alt = t->sp >= t->altstack_lo && t->sp < t->altstack_hi;
         if (t->regs_lo >= m->lo && t->regs_lo < m->hi)
             emit(w, t->regs_lo, t->regs_hi < m->hi ? t->regs_hi : m->hi, ROOT_REGISTERS,
                  "registers");
-        /* (An alternate stack may sit inside a larger mapping, a static array in .bss say:
-         * the rest of the mapping is reported below as well, the altstack part twice.) */
-        if (t->altstack_lo < m->hi && t->altstack_hi > m->lo)
-            emit(w, t->altstack_lo > m->lo ? t->altstack_lo : m->lo,
-                 t->altstack_hi < m->hi ? t->altstack_hi : m->hi, ROOT_ALTSTACK, "altstack");
+        if (t->altstack_lo < m->hi && t->altstack_hi > m->lo) {
+            uintptr_t lo = t->altstack_lo > m->lo ? t->altstack_lo : m->lo;
+            uintptr_t hi = t->altstack_hi < m->hi ? t->altstack_hi : m->hi;
+            if (on_alt && t->sp - 128 > lo)
+                lo = t->sp - 128 < hi ? t->sp - 128 : hi;
+            emit(w, lo, hi, ROOT_ALTSTACK, "altstack");
+        }
+        if (!on_alt && t->sp >= m->lo && t->sp < m->hi && plain_stack) {
+            stack = true;
+            from = t->sp - 128 > m->lo ? t->sp - 128 : m->lo;
+        }
     }
-    if (w->self_sp >= m->lo && w->self_sp < m->hi) {
+    if (w->self_sp >= m->lo && w->self_sp < m->hi && plain_stack) {
         stack = true;
         from = w->self_sp;
     }
