@@ -222,3 +222,13 @@ def test_libc_frames_have_file_and_line_when_its_debug_file_is_installed(runner)
     access = stack(report, r"WRITE by thread \d+ here:")
     assert access[0]["file"] and re.search(r"memset.*\.S$", access[0]["file"]) and access[0]["line"], report
     assert access[1]["func"] == "main", report
+
+
+def test_file_and_line_with_stack_recording_off(runner):
+    """OSCAR_STACK_DEPTH=0: no capture ever fills the module table; the access stack of the
+    report still names modules, files and lines (the table is filled at start)."""
+    res = runner.oscar("report_stacks", env={"OSCAR_STACK_DEPTH": "0"})
+    report = assert_report(res, signal.SIGSEGV, r"oscar: heap-use-after-free on address .*")
+    access = stack(report, r"READ by thread \d+ here:")
+    assert where(access)[:2] == [("read_record", "report_stacks.c", 20), ("main", "report_stacks.c", 28)], report
+

@@ -92,6 +92,9 @@ int stack_init(void) {
         return err;
     slot_mask = n - 1;
     find_own_image();
+    /* The module table before any capture: with OSCAR_STACK_DEPTH=0 nothing else fills it,
+     * and the SIGSEGV handler never does. */
+    module_refresh(true);
     return 0;
 }
 
