@@ -232,3 +232,47 @@ def test_file_and_line_with_stack_recording_off(runner):
     access = stack(report, r"READ by thread \d+ here:")
     assert where(access)[:2] == [("read_record", "report_stacks.c", 20), ("main", "report_stacks.c", 28)], report
 
+
+PLUGIN = r"""
+__attribute__((noinline)) int plugin_read(const char *p) {
+    return p[3]; /* LINE_PLUGIN */
+}
+"""
+
+HOST = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    char *p = malloc(40);
+    printf("ptr 0x%lx\n", (unsigned long)p);
+    free(p);
+    void *h = dlopen(argv[1], RTLD_NOW);
+    if (!h)
+        return 3;
+    int (*read_it)(const char *) = (int (*)(const char *))dlsym(h, "plugin_read");
+    return read_it(p); /* LINE_CALL */
+}
+"""
+
+
+def test_fault_in_a_library_loaded_after_the_last_capture(runner, tmp_path):
+    """The library was dlopen'ed after any stack was recorded (here none: OSCAR_STACK_DEPTH=0),
+    so the module table does not know it; the SIGSEGV handler must not ask the loader (its lock)
+    and finds it in /proc/self/maps instead."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if not gcc:
+        pytest.skip("no C compiler (gcc)")
+    (tmp_path / "plugin.c").write_text(PLUGIN)
+    (tmp_path / "host.c").write_text(HOST)
+    subprocess.run([gcc, "-O1", "-g", "-shared", "-fPIC", "-o", str(tmp_path / "plugin.so"),
+                    str(tmp_path / "plugin.c")], check=True)
+    subprocess.run([gcc, "-O0", "-g", "-o", str(tmp_path / "host"), str(tmp_path / "host.c"), "-ldl"],
+                   check=True)
+    res = runner.oscar(tmp_path / "host", str(tmp_path / "plugin.so"), env={"OSCAR_STACK_DEPTH": "0"})
+    report = assert_report(res, signal.SIGSEGV, r"oscar: heap-use-after-free on address .*")
+    access = stack(report, r"READ by thread \d+ here:")
+    assert where(access)[:2] == [("plugin_read", "plugin.c", marker_line(tmp_path / "plugin.c", "LINE_PLUGIN")),
+                                 ("main", "host.c", marker_line(tmp_path / "host.c", "LINE_CALL"))], report
+    assert access[0]["module"] == str(tmp_path / "plugin.so"), report

@@ -1002,6 +1002,7 @@ static atomic_flag busy = ATOMIC_FLAG_INIT;
 static int resolve_locked(const char *img, size_t len, uint64_t pc, struct dwarf_frame *out,
                           int max) {
     struct dw d;
+    abbrev_for = UINT64_MAX; /* the index was another file's (or this one mapped elsewhere) */
     if (max <= 0 || !find_sections(img, len, &d))
         return 0;
     struct unit u;

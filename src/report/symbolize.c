@@ -86,6 +86,8 @@ int symbolize_frame(struct fmt *f, int fd, uintptr_t pc, bool exact, int index, 
         module_refresh(true);
         m = module_of(pc);
     }
+    if (!m && !may_refresh)
+        m = module_from_maps(pc);
     if (!m) {
         frame_head(f, index, pc);
         fmt_str(f, "(<unknown module>)\n");

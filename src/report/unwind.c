@@ -140,6 +140,121 @@ static void module_sync(void) {
     atomic_flag_clear_explicit(&refreshing, memory_order_release);
 }
 
+/* ---- A module from /proc/self/maps: for a report in the SIGSEGV handler (no loader lock), when
+ * a pc is in no module of the table (a library loaded since the last capture). */
+
+static uintptr_t parse_hex(const char **p) {
+    uintptr_t v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return v;
+        v = v << 4 | (uintptr_t)d;
+    }
+}
+
+/* One line "start-end perms offset dev inode   path"; false when it is not one. */
+static bool parse_maps_line(const char *l, uintptr_t *start, uintptr_t *end, uintptr_t *off,
+                            bool *readable, const char **path) {
+    *start = parse_hex(&l);
+    if (*l++ != '-')
+        return false;
+    *end = parse_hex(&l);
+    if (*l++ != ' ' || !l[0] || !l[1] || !l[2] || !l[3])
+        return false;
+    *readable = l[0] == 'r';
+    l += 4;
+    if (*l++ != ' ')
+        return false;
+    *off = parse_hex(&l);
+    for (int field = 0; field < 2; field++) { /* dev, inode */
+        while (*l == ' ')
+            l++;
+        while (*l && *l != ' ')
+            l++;
+    }
+    while (*l == ' ')
+        l++;
+    *path = l;
+    return true;
+}
+
+static char maps_buf[8192]; /* under `refreshing` */
+
+static const struct module *module_from_maps_locked(uintptr_t pc) {
+    long fd = os_open_read("/proc/self/maps");
+    if (fd < 0)
+        return NULL;
+    char path0[MODULE_PATH_MAX] = "";
+    uintptr_t start0 = 0, end0 = 0;
+    bool readable0 = false, found = false;
+    size_t have = 0;
+    for (;;) {
+        long n = os_read((int)fd, maps_buf + have, sizeof maps_buf - 1 - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        maps_buf[have] = 0;
+        char *line = maps_buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = 0;
+            uintptr_t start, end, off;
+            bool readable;
+            const char *path;
+            if (parse_maps_line(line, &start, &end, &off, &readable, &path)) {
+                if (path[0] == '/' && off == 0 && strlen(path) < sizeof path0) {
+                    memcpy(path0, path, strlen(path) + 1);
+                    start0 = start, end0 = end, readable0 = readable;
+                }
+                if (pc >= start && pc < end) {
+                    found = path[0] == '/' && !strcmp(path, path0) && readable0;
+                    goto done;
+                }
+            }
+            line = nl + 1;
+        }
+        have = (size_t)(maps_buf + have - line);
+        memmove(maps_buf, line, have);
+        if (have == sizeof maps_buf - 1)
+            have = 0; /* a line longer than the buffer: dropped */
+    }
+done:
+    os_close((int)fd);
+    if (!found)
+        return NULL;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start0;
+    if (end0 - start0 < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > end0 - start0)
+        return NULL;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start0 + eh->e_phoff);
+    uintptr_t bias = 0;
+    bool have_bias = false;
+    for (int i = 0; i < eh->e_phnum && !have_bias; i++)
+        if (ph[i].p_type == PT_LOAD) {
+            bias = start0 - ((ph[i].p_vaddr - ph[i].p_offset) & ~(uintptr_t)(OS_PAGE - 1));
+            have_bias = true;
+        }
+    if (!have_bias)
+        return NULL;
+    struct dl_phdr_info info = {.dlpi_addr = bias, .dlpi_name = path0, .dlpi_phdr = ph,
+                                .dlpi_phnum = eh->e_phnum};
+    int before = atomic_load_explicit(&module_count, memory_order_relaxed);
+    add_module(&info, sizeof info, NULL);
+    int after = atomic_load_explicit(&module_count, memory_order_relaxed);
+    return after > before && pc - modules[after - 1].lo < modules[after - 1].hi - modules[after - 1].lo
+               ? &modules[after - 1]
+               : NULL;
+}
+
+const struct module *module_from_maps(uintptr_t pc) {
+    if (atomic_flag_test_and_set_explicit(&refreshing, memory_order_acquire))
+        return NULL;
+    const struct module *m = module_from_maps_locked(pc);
+    atomic_flag_clear_explicit(&refreshing, memory_order_release);
+    return m;
+}
+
 /* ---- Encoded pointers (.eh_frame_hdr, .eh_frame) */
 
 enum {
@@ -455,6 +570,8 @@ __attribute__((noinline)) static struct rule rule_slow(uintptr_t pc, bool may_re
     if (may_refresh)
         module_sync();
     const struct module *m = module_of(pc);
+    if (!m && !may_refresh)
+        m = module_from_maps(pc);
     if (!m) /* not cached: a module loaded later may cover it */
         return (struct rule){.kind = RULE_NONE};
     struct rule rule = compute_rule(m, pc);

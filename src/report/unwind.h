@@ -32,6 +32,10 @@ const struct module *module_of(uintptr_t pc);
 /* Rebuild the table from dl_iterate_phdr (takes the loader's lock: never from a signal
  * handler). Rate-limited unless force. */
 void module_refresh(bool force);
+/* A pc of no module in the table, in a signal handler: find its module in /proc/self/maps (raw
+ * reads, a static buffer; the ELF headers read in memory) and add it. NULL when it is no ELF
+ * module's. */
+const struct module *module_from_maps(uintptr_t pc);
 /* The fork child: a refresh another thread was running at fork never ends there. */
 void unwind_after_fork(void);
 
