@@ -35,10 +35,10 @@ bool protect_select(void) {
     return on;
 }
 
-/* fork: no mark across it (first: a mark's release takes the heap's locks), then the heap's
- * locks; the child keeps only the forking thread's cache. A fork from a signal handler that
- * interrupted this thread's own mark takes nothing (the child then inherits the mark's state
- * as it is, and finishes it when the handler returns, if it does). */
+/* fork: the heap's locks (a mark in progress on another thread is undone in the child); the
+ * child keeps only the forking thread's cache. A fork from a signal handler that interrupted
+ * this thread's own mark takes nothing (the child then inherits the mark as it is, and
+ * finishes it when the handler returns, if it does). */
 static __thread int fork_took __attribute__((tls_model("initial-exec")));
 static void fork_prepare(void) {
     fork_took = mark_fork_prepare();
@@ -48,13 +48,13 @@ static void fork_prepare(void) {
 static void fork_parent(void) {
     if (fork_took) {
         ph_fork_parent();
-        mark_fork_release();
+        mark_fork_parent();
     }
 }
 static void fork_child(void) {
     if (fork_took) {
         ph_fork_child();
-        mark_fork_release();
+        mark_fork_child();
     }
     stats_add(STAT_FORKS, 1);
 }

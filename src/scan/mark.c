@@ -31,6 +31,10 @@
 #pragma weak roots_read_guarded
 
 static atomic_int marking;
+/* fork against stopping the world (Dekker style, seq_cst): a fork in flight (prepare to
+ * parent/child handler) and a stop starting exclude each other, so no child is ever cloned
+ * while the world lock is held (the child would inherit it taken). */
+static atomic_int stopping, forking;
 /* This thread is marking (a signal handler that forks may interrupt it: mark_fork_prepare). */
 static __thread int in_mark __attribute__((tls_model("initial-exec")));
 
@@ -529,8 +533,16 @@ static void mark_body_locked(const uintptr_t *saved) {
         return;
     }
     uint64_t t0 = os_monotonic_ns();
+    for (;;) {
+        atomic_store(&stopping, 1);
+        if (!atomic_load(&forking))
+            break;
+        atomic_store(&stopping, 0);
+        os_yield(); /* (a fork takes about a millisecond) */
+    }
     int err = world_stop();
     if (err) {
+        atomic_store(&stopping, 0);
         stats_add(STAT_SCAN_SKIPPED, 1);
         return;
     }
@@ -541,6 +553,7 @@ static void mark_body_locked(const uintptr_t *saved) {
     if (err)
         unmark(used);
     world_resume();
+    atomic_store(&stopping, 0);
     uint64_t t1 = os_monotonic_ns();
     stats_add(STAT_SCAN_ROUNDS, 1);
     stats_add(STAT_SCAN_BYTES, (int64_t)ms.scanned);
@@ -560,15 +573,29 @@ void mark_init(void) {
 }
 
 bool mark_fork_prepare(void) {
+    /* No wait for a mark in progress on another thread: the child undoes it (waiting for a
+     * whole mark made every fork of a busy process slow). */
     if (in_mark)
-        return false; /* a handler forking on the marking thread: it cannot wait for itself */
-    int expected = 0;
-    while (!atomic_compare_exchange_weak_explicit(&marking, &expected, 1, memory_order_acquire,
-                                                  memory_order_relaxed)) {
-        expected = 0;
-        os_yield();
+        return false; /* (a handler forking on the marking thread: nothing may be taken) */
+    for (;;) {
+        atomic_fetch_add(&forking, 1);
+        if (!atomic_load(&stopping))
+            return true;
+        atomic_fetch_sub(&forking, 1);
+        while (atomic_load(&stopping))
+            os_yield(); /* (parked here if the stop goes ahead) */
     }
-    return true;
 }
 
-void mark_fork_release(void) { atomic_store_explicit(&marking, 0, memory_order_release); }
+void mark_fork_parent(void) { atomic_fetch_sub(&forking, 1); }
+
+void mark_fork_child(void) {
+    atomic_store(&forking, 0);
+    atomic_store(&stopping, 0);
+    if (in_mark || !atomic_load_explicit(&marking, memory_order_acquire))
+        return;
+    /* Another thread was marking; it does not exist here. Its candidates go back to the
+     * quarantine (a slot it had released but not yet published stays unused here). */
+    unmark(atomic_load_explicit(&ph.used_pages, memory_order_acquire));
+    atomic_store_explicit(&marking, 0, memory_order_release);
+}

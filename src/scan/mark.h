@@ -14,9 +14,10 @@
 void mark_run(void);
 /* Reads the mark's settings. */
 void mark_init(void);
-/* fork: no mark runs across a fork. False: the forking thread is the marking thread (a
- * signal handler interrupted the mark): nothing taken, and nothing may be (parked threads may
- * hold the heap's locks); the caller then releases nothing either. */
+/* fork. prepare: false when the forking thread is the marking thread (a signal handler
+ * interrupted the mark): then the caller must take no lock (parked threads may hold them).
+ * A mark in progress on another thread is not waited for: child undoes it in the child. */
 bool mark_fork_prepare(void);
-void mark_fork_release(void);
+void mark_fork_parent(void);
+void mark_fork_child(void);
 #endif
