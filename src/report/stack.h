@@ -1,8 +1,9 @@
 /* stack: where each object was allocated and freed.
  *
- * Capture walks the frame-pointer chain from the allocator's entry point (liboscar is built
- * with frame pointers; the walk stops at the first frame that does not look like one, and
- * never leaves the current thread's stack, so it cannot fault). Each distinct stack is kept
+ * Capture walks the frame-pointer chain through Oscar's own frames (liboscar is built with
+ * frame pointers) to the allocator's caller, then every frame of the program by its .eh_frame
+ * rules (report/unwind.h), so code without frame pointers (libc, -O2 programs) is walked too;
+ * the walk never reads outside the current thread's stack, so it cannot fault. Each distinct stack is kept
  * once in a lock-free hash table of fixed size (OSCAR_STACK_STORE_MIB); an object's record
  * (16 bytes next to its page entry, out of band) holds the ids of its allocation and free
  * stacks and the threads. When the store is full, new stacks are not recorded and reports
@@ -28,7 +29,9 @@ void stack_note_free(uintptr_t page);
 struct obj_record *stack_record(uintptr_t page);
 /* The frames of a stored stack; returns how many. */
 int stack_frames(uint32_t id, uintptr_t *out);
-/* Walk the stack from (pc, fp) as the current thread sees it, skipping Oscar's frames. */
+/* Walk the stack from (pc, fp, sp) as the current thread sees it (pc 0: from the caller of
+ * Oscar's entry point), skipping Oscar's frames; for reports (no module-table refresh, which
+ * takes the loader's lock). pc, when given, is frame 0 itself (the faulting instruction). */
 int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max);
 /* This thread's kernel id (cached); the fork child handler calls stack_after_fork. */
 uint32_t stack_thread_id(void);
