@@ -148,7 +148,7 @@ def test_memory_stays_bounded(runner, tmp_path):
 
 
 def test_stats_and_no_mark_for_small_programs(runner, tmp_path):
-    """A program that frees less than the floor (4 MiB) never marks."""
+    """A program that frees less than the floor (1 MiB) never marks."""
     env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"))
     res = runner.oscar("stats_1000_mallocs", env=env)
     assert res.returncode == 0, res.describe()
