@@ -67,10 +67,13 @@ int region_init(void) {
     int err = 0;
     for (; size >= MIN_REGION; size = (size / 2) & ~(HUGE_ALIGN - 1)) {
         /* Placed by the kernel, then moved up by a random number of 2 MiB steps within
-         * `slack` (up to 4 TiB): heap addresses get at least the kernel's own mmap entropy.
+         * `slack` (up to 32 TiB, twice the region; a quarter of it under RLIMIT_AS, where the
+         * slack counts until it is unmapped): heap addresses vary in bits 21 to 44 (runs are
+         * 2 MiB-aligned), where the kernel's own placement of the region varies in about 19.
          * Over-reserved by 2 MiB so the base can be aligned: runs then start on 2 MiB
          * boundaries, which keeps page-table pages from being shared between regions. */
-        size_t slack = size / 4 < (4UL << 40) ? (size / 4) & ~(HUGE_ALIGN - 1) : 4UL << 40;
+        size_t slack = limited || as_budget != UINT64_MAX ? size / 4 : 2 * size;
+        slack = (slack < (32UL << 40) ? slack : 32UL << 40) & ~(HUGE_ALIGN - 1);
         size_t total = size + slack + HUGE_ALIGN;
         char *p = os_reserve(total, &err);
         if (!p && slack) {
