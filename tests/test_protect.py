@@ -154,3 +154,14 @@ def test_stats_and_no_mark_for_small_programs(runner, tmp_path):
     assert res.returncode == 0, res.describe()
     s = stats_of(tmp_path)
     assert s["scan_rounds"] == 0 and s["allocations"] >= 1000 and s["frees"] >= 1000, s
+
+
+def test_thread_that_only_frees_triggers_marks(runner, tmp_path):
+    """A consumer thread frees what a producer allocates (it never mallocs): its frees count
+    toward the trigger too, so 400 MiB passing through stay a few MiB."""
+    env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"))
+    res = runner.oscar("protect_consumer", env=env, timeout=300)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    assert parse_values(res.stdout)["peak_rss_mib"] < 64, res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_rounds"] > 10 and s["released_objects"] > 1000000, s

@@ -527,6 +527,8 @@ static inline void *pop(struct ph_tc *tc, struct ph_cls *k, size_t size) {
 static void *small_slow(unsigned c, size_t size) {
     struct ph_tc *tc = tc_attach();
     if (tc) {
+        if (tc->live >= (1 << 20))
+            tc_fold(tc); /* (a thread that only allocates: the trigger needs its live bytes) */
         if (!tc->cls[c].bits && !refill(&tc->cls[c], c))
             return NULL;
         return pop(tc, &tc->cls[c], size);
@@ -715,8 +717,7 @@ void *ph_aligned(size_t size, size_t align) {
 }
 
 /* Is a mark due? The quarantine passed its share of the live heap (and the floor). */
-static bool mark_due(struct ph_tc *tc) {
-    tc_fold(tc);
+static bool due(void) {
     int64_t q = atomic_load_explicit(&quar_bytes, memory_order_relaxed) -
                 atomic_load_explicit(&held_bytes, memory_order_relaxed);
     int64_t live = atomic_load_explicit(&live_bytes, memory_order_relaxed);
@@ -725,18 +726,23 @@ static bool mark_due(struct ph_tc *tc) {
 
 static bool quarantined(size_t bytes) {
     struct ph_tc *tc = ph_tc;
-    if (tc->state != TC_LIVE) {
+    if (unlikely(tc->state != TC_LIVE))
+        tc = tc_attach(); /* (a thread that only frees, a consumer, gets its cache here) */
+    if (unlikely(!tc)) {
         atomic_fetch_add_explicit(&quar_bytes, (int64_t)bytes, memory_order_relaxed);
         atomic_fetch_sub_explicit(&live_bytes, (int64_t)bytes, memory_order_relaxed);
         stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, (int64_t)bytes);
         stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, -(int64_t)bytes);
         stats_fold(0, 1, 0, 0, 0);
-        return false;
+        return ph_tc->state != TC_DEAD && due();
     }
     tc->n_free++;
     tc->live -= (int64_t)bytes;
     tc->quar += (int64_t)bytes;
-    return unlikely(tc->quar >= fold_at) && mark_due(tc);
+    if (likely(tc->quar < fold_at))
+        return false;
+    tc_fold(tc);
+    return due();
 }
 
 #define DROP_AT (256UL << 10) /* freed large objects from here on: MADV_DONTNEED, not memset */
