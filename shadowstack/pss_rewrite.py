@@ -18,7 +18,7 @@ Usage as a library: rewrite(text, mode, offset) -> text. As a program:
 import re
 import sys
 
-DEFAULT_OFFSET = -(2 << 40)  # -2 TiB; must match OSCAR_PSS_OFFSET in runtime.c
+DEFAULT_OFFSET = -0x21f3b5c7000  # about -2.12 TiB; must match PSS_FIXED_OFFSET in runtime.c
 MARKER = "# oscar-pss: instrumented"
 
 _TYPE_FN = re.compile(r'^\s*\.type\s+("?)([^",\s]+)\1\s*,\s*[@%]function\b')

@@ -35,7 +35,7 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-#define PSS_FIXED_OFFSET (-(2LL << 40)) /* -2 TiB: the rewriter's DEFAULT_OFFSET */
+#define PSS_FIXED_OFFSET (-0x21f3b5c7000L) /* about -2.12 TiB: the rewriter's DEFAULT_OFFSET */
 #define PAGE 4096UL
 #define MAX_SHADOWS 1024
 #define MAIN_STACK_CAP (4UL << 30)
@@ -397,7 +397,7 @@ __asm__(".text\n"
         ".cfi_startproc\n"
         "\tmovq 8(%rsp), %rsi\n"
         "\tleaq 8(%rsp), %rdx\n"
-        "\tmovabsq $-0x20000000000, %rcx\n"
+        "\tmovabsq $-0x21f3b5c7000, %rcx\n"
         "\tcall pss_report\n"
         "\thlt\n"
         ".cfi_endproc\n"

@@ -80,9 +80,15 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--speedtest-size", type=int, default=60)
     ap.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
+    ap.add_argument("--workdir", help="build here; binaries of plain and ssp-* already there are "
+                    "reused (the pss-* ones are always rebuilt)")
     opts = ap.parse_args()
     configs = [c for c in CONFIGS if c[0] in opts.configs.split(",")]
-    work = Path(tempfile.mkdtemp(prefix="pss-bench-"))
+    work = Path(opts.workdir) if opts.workdir else Path(tempfile.mkdtemp(prefix="pss-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+
+    def fresh(out, cfg):
+        return not (cfg[0].startswith("pss") or not out.exists())
     workloads = []  # (name, {cfg: argv}, cwd)
     binaries = {}   # (program, cfg) -> path
     if opts.sqlite:
@@ -90,7 +96,8 @@ def main():
         amal, speed = find(root, "sqlite3.c"), find(root, "speedtest1.c")
         for cfg in configs:
             out = work / ("speedtest1-" + cfg[0])
-            subprocess.run(compile_cmd(opts.oscar, cfg, [
+            if not fresh(out, cfg):
+              subprocess.run(compile_cmd(opts.oscar, cfg, [
                 "-DSQLITE_OMIT_LOAD_EXTENSION", "-DSQLITE_THREADSAFE=0", "-I", str(amal.parent),
                 "-o", str(out), str(speed), str(amal), "-lm"]), check=True)
             binaries[("speedtest1", cfg[0])] = out
@@ -102,7 +109,8 @@ def main():
         files = [str(p) for p in sorted(src.glob("*.c")) if p.name not in ("luac.c",)]
         for cfg in configs:
             out = work / ("lua-" + cfg[0])
-            subprocess.run(compile_cmd(opts.oscar, cfg, [
+            if not fresh(out, cfg):
+              subprocess.run(compile_cmd(opts.oscar, cfg, [
                 "-std=gnu99", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX", "-o", str(out)] + files +
                 ["-lm", "-ldl", "-Wl,-E"]), check=True)
             binaries[("lua", cfg[0])] = out
