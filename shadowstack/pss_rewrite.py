@@ -20,6 +20,7 @@ import sys
 
 DEFAULT_OFFSET = -0x21f3b5c7000  # about -2.12 TiB; must match PSS_FIXED_OFFSET in runtime.c
 MARKER = "# oscar-pss: instrumented"
+ABI_SYMBOL = "__oscar_pss_abi_%x" % -DEFAULT_OFFSET  # defined by runtime.c
 
 _TYPE_FN = re.compile(r'^\s*\.type\s+("?)([^",\s]+)\1\s*,\s*[@%]function\b')
 _LABEL = re.compile(r'^("?)([^\s":#]+)\1:\s*(?:#.*)?$')
@@ -174,6 +175,12 @@ def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
         if m and m.group(2) == current:
             current = None
         out.append(line)
+    if instrumented:
+        # Ties the object to a runtime that maps shadows at this fixed offset: with another
+        # liboscar_pss.so, linking or loading fails with this symbol's name instead of the
+        # program faulting on an unmapped shadow.
+        out += ['\t.pushsection\t.data.rel.ro.oscar_pss_abi,"aw",@progbits', "\t.p2align 3",
+                "\t.quad\t%s" % ABI_SYMBOL, "\t.popsection"]
     if offset == "random" and instrumented:
         # Tells the runtime to draw a per-process offset (weak: one per object is fine).
         out += ['\t.pushsection\t.rodata.oscar_pss_random,"a",@progbits',

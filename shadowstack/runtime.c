@@ -46,6 +46,9 @@
 __attribute__((aligned(4096), visibility("default"))) long __oscar_pss_offset[PAGE / sizeof(long)] = {
     PSS_FIXED_OFFSET};
 extern char __oscar_pss_uses_random __attribute__((weak));
+/* Every instrumented object refers to this symbol (pss_rewrite.py's ABI_SYMBOL): code built for
+ * another fixed offset fails to link or load instead of faulting. */
+__attribute__((visibility("default"))) const char __oscar_pss_abi_21f3b5c7000 = 1;
 static long offsets[2] = {PSS_FIXED_OFFSET, 0};
 static int noffsets = 1;
 
