@@ -170,8 +170,13 @@ void thread_unlock_registry(void) {
 }
 
 void thread_after_fork_child(void) {
-    /* Only the forking thread survives. The caches of the others keep their ready shadows
-     * and spans (valid in the child) and are handed to the child's next threads. */
+    /* Only the forking thread survives. The others were stopped wherever they were, possibly
+     * in the middle of a malloc or free that updates their cache without a lock (a slab's
+     * rest guarded but the slab not yet replaced, say): their caches are dropped, never
+     * handed to the child's new threads, whose first object could otherwise land on a
+     * guarded page (tests/programs/fork_with_threads_heavy.c, a child thread's SIGSEGV).
+     * What they held (ready shadows, a slab's rest, partly used spans) is lost to the child
+     * only: addresses are never reused anyway. */
     struct thread_cache *self = oscar_tc->state == TS_LIVE ? oscar_tc : NULL;
     struct thread_cache *tc = live_list;
     while (tc) {
@@ -179,9 +184,7 @@ void thread_after_fork_child(void) {
         if (tc != self) {
             thread_fold_stats(tc);
             registry_unlink(tc);
-            tc->state = TS_EMPTY;
-            tc->next = free_list;
-            free_list = tc;
+            tc->state = TS_DEAD;
         }
         tc = next;
     }
