@@ -8,6 +8,7 @@
 #include "heap/protect_heap.h"
 #include "base/lock.h"
 #include "base/fmt.h"
+#include "base/messages.h"
 #include "base/options.h"
 #include "base/stats.h"
 #include "os/os.h"
@@ -874,7 +875,7 @@ static void warn_cap(int64_t held) {
         return;
     char buf[256];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: the quarantine cannot drain: ");
+    msg_start(&f, MSG_QUARANTINE_STUCK);
     fmt_u64(&f, (uint64_t)held >> 20);
     fmt_str(&f, " MiB of freed objects are still pointed to (OSCAR_DANGLING=report says "
                 "where)\n");

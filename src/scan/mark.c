@@ -16,6 +16,7 @@
 #include "scan/maps.h"
 #include "scan/world.h"
 #include "base/fmt.h"
+#include "base/messages.h"
 #include "base/options.h"
 #include "base/stats.h"
 #include "heap/protect_heap.h"
@@ -63,7 +64,7 @@ static void dangling_line(uintptr_t start, size_t size, uintptr_t w) {
         return;
     char buf[768];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: dangling: freed ");
+    msg_start(&f, MSG_DANGLING);
     fmt_u64(&f, size);
     fmt_str(&f, "-byte object [");
     fmt_hex(&f, start);
@@ -411,7 +412,7 @@ static void warn_once(const char *why) {
         return;
     char buf[256];
     struct fmt f = FMT_INIT(buf);
-    fmt_str(&f, "oscar: warning: protect mode cannot mark (");
+    msg_start(&f, MSG_CANNOT_MARK);
     fmt_str(&f, why);
     fmt_str(&f, "): freed memory is not reused until a mark succeeds\n");
     fmt_flush(&f, 2);
