@@ -407,6 +407,14 @@ long os_read(int fd, void *buf, size_t len) {
     return r;
 }
 
+long os_pread(int fd, void *buf, size_t len, uint64_t off) {
+    long r;
+    do
+        r = sys6(SYS_pread64, fd, (long)buf, (long)len, (long)off, 0, 0);
+    while (r == -EINTR);
+    return r;
+}
+
 long os_getdents(int fd, void *buf, size_t len) {
     return sys6(SYS_getdents64, fd, (long)buf, (long)len, 0, 0, 0);
 }

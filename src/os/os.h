@@ -110,6 +110,7 @@ long os_open_dir(const char *path);
 long os_open_read(const char *path);
 long os_read(int fd, void *buf, size_t len);   /* retried on EINTR */
 long os_getdents(int fd, void *buf, size_t len); /* getdents64 */
+long os_pread(int fd, void *buf, size_t len, uint64_t off); /* retried on EINTR */
 long os_lseek_start(int fd);
 int os_tgkill(int pid, long tid, int sig);
 /* Wait while *word == expected, at most timeout_ns (0: forever): 0, ETIMEDOUT, EAGAIN, EINTR. */

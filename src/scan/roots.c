@@ -16,7 +16,9 @@
  * Static TLS lies in the thread stack mappings (glibc) or in an anonymous mapping (the main
  * thread's): they are scanned as such, so ROOT_TLS is never reported on its own.
  *
- * Only resident pages are reported (mincore): a page never touched holds no pointer. */
+ * Only pages that may hold a pointer are reported: private pages present or swapped out
+ * (/proc/self/pagemap), shared pages in the page cache (mincore); a page never touched holds
+ * none. */
 #define _GNU_SOURCE
 #include "scan/roots.h"
 #include "scan/maps.h"
@@ -161,12 +163,36 @@ struct walk {
     char last_path[256];         /* the file of the previous mapping, if it ended at last_end */
     uintptr_t last_end;
     bool last_own;
+    bool shared;    /* the mapping being reported is shared memory */
+    int pagemap_fd; /* /proc/self/pagemap, or -1 */
     char name[64];
 };
 
 static unsigned char mincore_vec[4096];
+static uint64_t pagemap_vec[512];
 
-/* Reports the resident pages of [lo, hi) (page-aligned), in runs. */
+/* Which pages of [first, first + pages * 4 KiB) may hold a pointer, one byte each in
+ * mincore_vec (bit 0). Private memory: pages present or swapped out (/proc/self/pagemap): a
+ * page never touched holds nothing, but a swapped-out page may hold the only pointer, and
+ * mincore would call it absent. Shared memory: pages in the page cache (mincore), where a
+ * page written through another mapping or by write() lies. 0, or -errno. */
+static int touched_pages(struct walk *w, uintptr_t first, size_t pages) {
+    if (w->shared || w->pagemap_fd < 0)
+        return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, mincore_vec);
+    for (size_t done = 0; done < pages;) {
+        size_t n = pages - done < 512 ? pages - done : 512;
+        uint64_t off = ((first >> OSCAR_PAGE_SHIFT) + done) * sizeof(uint64_t);
+        long got = os_pread(w->pagemap_fd, pagemap_vec, n * sizeof(uint64_t), off);
+        if (got < (long)(n * sizeof(uint64_t)))
+            return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, mincore_vec);
+        for (size_t i = 0; i < n; i++)
+            mincore_vec[done + i] = (unsigned char)((pagemap_vec[i] >> 62) & 3 ? 1 : 0);
+        done += n;
+    }
+    return 0;
+}
+
+/* Reports the pages of [lo, hi) (page-aligned) that may hold a pointer, in runs. */
 static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind kind,
                      const char *name) {
     uintptr_t first = lo & ~(OSCAR_PAGE - 1);
@@ -175,7 +201,7 @@ static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind 
         if (pages > sizeof mincore_vec)
             pages = sizeof mincore_vec;
         uintptr_t end = first + (pages << OSCAR_PAGE_SHIFT);
-        if (os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, mincore_vec) != 0) {
+        if (touched_pages(w, first, pages) != 0) {
             first = end; /* unmapped meanwhile: nothing to read */
             continue;
         }
@@ -265,6 +291,7 @@ static int root_line(const struct maps_line *m, void *argv) {
         !starts_with(m->path, "/dev/shm/"))
         return 0; /* device memory: reading it may have effects */
 
+    w->shared = m->perms[3] == 's';
     /* A parked thread's stack is read from its sp (less the red zone) up, its signal frame
      * apart; below lies dead stack. Only a mapping that is nothing but a stack is cut so: the
      * main [stack], or an anonymous mapping that is not a loaded object's bss. A stack pointer
@@ -332,7 +359,11 @@ __attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
     w->nexclude = nexclude;
     w->self_sp = (uintptr_t)&regs;
     w->own_lo = (uintptr_t)&own_marker;
+    long pm = os_open_read("/proc/self/pagemap");
+    w->pagemap_fd = pm >= 0 ? (int)pm : -1;
     int err = maps_each(roots_buf, root_line, w);
+    if (w->pagemap_fd >= 0)
+        os_close(w->pagemap_fd);
     __asm__ volatile("" : : "r"(&regs) : "memory");
     return err;
 }
