@@ -94,10 +94,15 @@ static void flag_synopsis(const struct option_row *r, char *buf, size_t cap) {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: oscar run [OPTIONS] [--] PROGRAM [ARGS...]   run PROGRAM with Oscar as its malloc\n"
+            "       oscar symbolize [OPTIONS] < REPORT      file:line for a saved report's frames\n"
+            "       oscar cc [--mode=check|overwrite] [--offset=fixed|random] -- gcc|g++ ARGS...\n"
+            "                                          build with parallel shadow stacks\n"
             "       oscar --help | --version\n"
             "       oscar options --markdown           the settings as a Markdown table\n\n"
-            "Oscar catches heap use-after-free and double free: every object lives on a\n"
-            "shadow page of its own, revoked when it is freed.\n\n"
+            "Oscar catches heap use-after-free and double free. Modes: strict (every object\n"
+            "on a shadow page of its own, revoked when freed), fast (objects share shadow\n"
+            "pages), protect (freed objects are zeroed and reused only once a conservative\n"
+            "mark finds no pointer to them).\n\n"
             "Options of run, each setting the environment variable after it for PROGRAM\n"
             "(an option wins over the variable already set; '--opt VALUE' works too):\n");
     for (size_t i = 0; i < NROWS; i++) {
