@@ -233,3 +233,17 @@ def test_options_after_the_program_are_the_programs(runner, build):
     assert res.returncode == 0, res.describe()
     assert res.stdout == "--stats --frob\n", res.describe()
     assert "oscar-stats:" not in res.stderr, res.describe()
+
+
+def test_readme_settings_table_is_generated(runner):
+    """The README's settings table is `oscar options --markdown`, as it is now."""
+    import subprocess
+    from conftest import CLI, REPO
+    text = (REPO / "README.md").read_text()
+    begin = text.index("<!-- settings table: generated")
+    begin = text.index("\n", begin) + 1
+    end = text.index("<!-- end of settings table -->")
+    out = subprocess.run([str(CLI), "options", "--markdown"], capture_output=True, text=True,
+                         check=True).stdout
+    assert text[begin:end] == out, ("README's settings table is stale: replace it with "
+                                    "`oscar options --markdown`")

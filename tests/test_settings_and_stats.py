@@ -97,3 +97,14 @@ def test_string_settings_survive_a_process_title(runner, tmp_path):
     assert res.returncode == 0 and "environment overwritten" in res.stdout, res.describe()
     assert not res.oscar_lines(), res.describe()
     assert json.loads(out.read_text())["allocations"] >= 1
+
+
+def test_every_counter_is_documented():
+    """docs/interfaces.md's counter list names every row of src/base/stats.def."""
+    import re
+    from conftest import REPO, documented_counters
+    table = (REPO / "src" / "base" / "stats.def").read_text()
+    names = re.findall(r'^STAT\(\w+, "([a-z_0-9]+)"\)', table, re.M)
+    assert len(names) > 40
+    missing = sorted(set(names) - set(documented_counters()))
+    assert not missing, f"counters missing from docs/interfaces.md: {missing}"
