@@ -361,3 +361,19 @@ def documented_settings():
     if table.exists():
         names |= set(re.findall(r'"(OSCAR_[A-Z0-9_]+)"', table.read_text()))
     return sorted(names)
+
+
+
+def suite_mode():
+    """The OSCAR_MODE the whole suite runs under (OSCAR_TEST_ENV), "strict" by default."""
+    for item in os.environ.get("OSCAR_TEST_ENV", "").split():
+        if item.startswith("OSCAR_MODE="):
+            return item.split("=", 1)[1]
+    return "strict"
+
+
+def skip_in_protect_mode(why):
+    """Tests of what strict and fast modes do and protect mode does not (it reports no use
+    after free: the object stays reachable, zeroed, until no pointer is left)."""
+    if suite_mode() == "protect":
+        pytest.skip("protect mode: " + why)

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from conftest import SLOW_TIMEOUT, assert_same_output, location_line
+from conftest import SLOW_TIMEOUT, assert_same_output, location_line, skip_in_protect_mode
 
 # Programs whose stdout must be byte-identical to glibc's (each prints "OK" at the end).
 SAME_AS_GLIBC = [
@@ -44,6 +44,7 @@ def normalise_exec(stdout):
 
 
 def test_fork_exec_inherits_the_preload(runner):
+    skip_in_protect_mode("no use-after-free report to inherit")
     expected = runner.glibc("fork_exec_preload")
     assert expected.returncode == 0 and "liboscar mapped yes" not in expected.stdout, expected.describe()
     assert "uaf child: exit 0" in expected.stdout, expected.describe()
@@ -64,6 +65,7 @@ def test_fork_exec_inherits_the_preload(runner):
 
 
 def test_fork_exec_through_cli(runner):
+    skip_in_protect_mode("no use-after-free report to inherit")
     res = runner.cli("fork_exec_preload")
     assert res.returncode == 0 and res.stdout.count("liboscar mapped yes") == 4, res.describe()
     assert "uaf child: killed by signal %d" % signal.SIGSEGV in res.stdout, res.describe()
@@ -73,6 +75,7 @@ def test_degraded_mode_with_threads_and_forks_never_hangs(runner):
     """Issue 18, defect 1: OSCAR_GUARDS=0 OSCAR_MAP_RESERVE=60000, two threads allocating
     ~120,000 objects while the main thread forks: degraded mode sets in (one warning), and
     nothing spins or deadlocks."""
+    skip_in_protect_mode("no shadow mappings, so no mapping-limit degraded mode")
     from conftest import MAPPING_LIMIT_WARNING
     expected = runner.glibc("degraded_fork_threads")
     res = runner.oscar("degraded_fork_threads", timeout=SLOW_TIMEOUT,
