@@ -425,11 +425,14 @@ int os_tgkill(int pid, long tid, int sig) {
     return err_of(sys6(SYS_tgkill, pid, tid, sig, 0, 0, 0));
 }
 
-int os_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns) {
+/* FUTEX_WAIT (op 0) or FUTEX_WAIT_PRIVATE (op 128), at most timeout_ns (0: forever). */
+static int futex_wait(_Atomic uint32_t *word, int op, uint32_t expected, uint64_t timeout_ns) {
     struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
-    /* Not FUTEX_PRIVATE_FLAG: correct either way, and a forked child's copy is its own. */
-    return err_of(sys6(SYS_futex, (long)word, 128 /* FUTEX_WAIT_PRIVATE */, expected,
-                       timeout_ns ? (long)&ts : 0, 0, 0));
+    return err_of(sys6(SYS_futex, (long)word, op, expected, timeout_ns ? (long)&ts : 0, 0, 0));
+}
+
+int os_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns) {
+    return futex_wait(word, 128 /* FUTEX_WAIT_PRIVATE */, expected, timeout_ns);
 }
 
 void os_futex_wake(_Atomic uint32_t *word, int n) {
@@ -459,9 +462,7 @@ int os_mincore(void *addr, size_t len, unsigned char *vec) {
 
 /* Futexes on memory shared between processes (fork.c's handshake with the child). */
 int os_futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns) {
-    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
-    return err_of(sys6(SYS_futex, (long)word, 0 /* FUTEX_WAIT */, expected,
-                       timeout_ns ? (long)&ts : 0, 0, 0));
+    return futex_wait(word, 0 /* FUTEX_WAIT */, expected, timeout_ns);
 }
 
 void os_futex_wake_shared(_Atomic uint32_t *word, int n) {
