@@ -129,6 +129,13 @@ static void cand_range(uintptr_t a, size_t len, bool set) {
     }
 }
 
+/* A candidate [a, a + len) leaves the filter: its granules and the bit one past its end (a
+ * bit no other candidate shares, so it is cleared whether or not it was set). */
+static void filter_clear(uintptr_t a, size_t len) {
+    cand_range(a, len, false);
+    end_mark(a, len, false);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Pass 1: marking. */
 
@@ -332,7 +339,10 @@ struct tally {
     uint64_t released, held, released_objects, held_objects;
 };
 
-static void release_heap(size_t used, struct tally *t) {
+/* Pass 2: every candidate's filter bits cleared; unmarked candidates (CAND) become FREED and
+ * go back to their pages, marked ones back to QUAR. With release false (the roots could not
+ * be read, or a fork child undoing a mark), every candidate goes back to QUAR. */
+static void release_heap(size_t used, struct tally *t, bool release) {
     uint64_t bits[PH_MAX_WORDS];
     for (size_t i = 0; i < used; i++) {
         struct ph_page *pg = &ph.pages[i];
@@ -346,18 +356,16 @@ static void release_heap(size_t used, struct tally *t) {
             for (unsigned s = 0; s < n; s++) {
                 uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
                 unsigned st = v & PHS_MASK;
-                if (st == PHS_CAND || st == PHS_MARKED) {
-                    cand_range(ph_page_base(i) + (uintptr_t)s * size, size, false);
-                    end_mark(ph_page_base(i) + (uintptr_t)s * size, size, false);
-                }
-                if (st == PHS_CAND) {
+                if (st == PHS_CAND || st == PHS_MARKED)
+                    filter_clear(ph_page_base(i) + (uintptr_t)s * size, size);
+                if (st == PHS_CAND && release) {
                     atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_FREED),
                                           memory_order_relaxed);
                     bits[s / 64] |= 1ULL << (s % 64);
                     any = true;
                     t->released += size;
                     t->released_objects++;
-                } else if (st == PHS_MARKED) {
+                } else if (st == PHS_MARKED || st == PHS_CAND) {
                     atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
                                           memory_order_relaxed);
                     t->held += size;
@@ -369,15 +377,13 @@ static void release_heap(size_t used, struct tally *t) {
         } else if (kind == PHK_LARGE) {
             uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
             size_t run = pg->run, usable = align_up(pg->large_size, OSCAR_PAGE);
-            if (st == PHS_CAND || st == PHS_MARKED) {
-                cand_range(ph_page_base(i), usable, false);
-                end_mark(ph_page_base(i), usable, false);
-            }
-            if (st == PHS_CAND) {
+            if (st == PHS_CAND || st == PHS_MARKED)
+                filter_clear(ph_page_base(i), usable);
+            if (st == PHS_CAND && release) {
                 t->released += usable;
                 t->released_objects++;
                 ph_release_large(i);
-            } else if (st == PHS_MARKED) {
+            } else if (st == PHS_MARKED || st == PHS_CAND) {
                 atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_relaxed);
                 t->held += usable;
                 t->held_objects++;
@@ -448,33 +454,8 @@ __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t
 
 /* Undo pass 1's CAND states when the roots could not be read: nothing is released. */
 static void unmark(size_t used) {
-    for (size_t i = 0; i < used; i++) {
-        struct ph_page *pg = &ph.pages[i];
-        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
-        if (kind == PHK_SMALL) {
-            _Atomic uint16_t *slot = ph.meta[i].slot;
-            for (unsigned s = 0; s < pg->nslots; s++) {
-                uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
-                unsigned st = v & PHS_MASK;
-                if (st == PHS_CAND || st == PHS_MARKED) {
-                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
-                                          memory_order_relaxed);
-                    cand_range(ph_page_base(i) + (uintptr_t)s * pg->slot_size, pg->slot_size,
-                               false);
-                    end_mark(ph_page_base(i) + (uintptr_t)s * pg->slot_size, pg->slot_size,
-                             false);
-                }
-            }
-        } else if (kind == PHK_LARGE) {
-            uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
-            if (st == PHS_CAND || st == PHS_MARKED) {
-                atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_relaxed);
-                cand_range(ph_page_base(i), align_up(pg->large_size, OSCAR_PAGE), false);
-                end_mark(ph_page_base(i), align_up(pg->large_size, OSCAR_PAGE), false);
-            }
-            i += pg->run - 1;
-        }
-    }
+    struct tally ignored = {0, 0, 0, 0};
+    release_heap(used, &ignored, false);
 }
 
 /* mark_run: push the callee-saved registers (the caller's values: the only copies of some
@@ -565,7 +546,7 @@ static void mark_body_locked(const uintptr_t *saved) {
         return;
     }
     struct tally t = {0, 0, 0, 0};
-    release_heap(used, &t);
+    release_heap(used, &t, true);
     ph_after_mark(t.released, t.held, t.released_objects, t.held_objects);
 }
 
