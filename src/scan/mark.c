@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include "scan/mark.h"
 #include "scan/roots.h"
-#include "scan/maps.h"
 #include "scan/world.h"
 #include "base/fmt.h"
 #include "base/messages.h"
@@ -429,22 +428,13 @@ static void warn_once(const char *why) {
  * the mark's own frames, whose stale slots would keep objects for nothing). */
 __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
     /* (Static, not on this stack: ph.lo is the address of the heap's first object.) */
-    static struct root_range ex[3];
+    static struct root_range ex[2];
     ex[0] = (struct root_range){ph.lo, ph.hi};
     ex[1] = (struct root_range){ph.meta_lo, ph.meta_hi};
-    /* The mark's own frames, below the saved registers: within this thread's stack mapping
-     * only (a small thread stack may lie right above another thread's, whose words must stay
-     * roots). */
-    static struct world_thread self;
-    struct world_thread *selfp = &self;
-    self.sp = (uintptr_t)saved;
-    maps_find_stacks(&selfp, 1);
-    uintptr_t below = (uintptr_t)saved - (1UL << 20);
-    if (below < self.stack_lo)
-        below = self.stack_lo;
-    ex[2] = (struct root_range){self.stack_lo ? below : (uintptr_t)saved, (uintptr_t)saved};
     candidates(used);
-    int err = roots_for_each(scan_root, NULL, ex, 3);
+    /* This thread's stack is a root from the saved registers up: below lie the mark's own
+     * frames (cut only within this stack's own mapping, never another thread's below it). */
+    int err = roots_for_each(scan_root, NULL, ex, 2, (uintptr_t)saved);
     if (err)
         return err;
     ms.name = NULL;

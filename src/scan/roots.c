@@ -345,7 +345,7 @@ static struct walk walk_state; /* (the world is stopped: one walk at a time) */
 
 __attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
                                              const struct root_range *exclude,
-                                             size_t nexclude) {
+                                             size_t nexclude, uintptr_t stack_from) {
     /* Spill the callee-saved registers into this frame, below the caller's: they may hold
      * the only copy of a pointer, and the caller's stack is reported from here up. */
     __builtin_unwind_init();
@@ -357,7 +357,7 @@ __attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
     w->arg = arg;
     w->exclude = exclude;
     w->nexclude = nexclude;
-    w->self_sp = (uintptr_t)&regs;
+    w->self_sp = stack_from ? stack_from : (uintptr_t)&regs;
     w->own_lo = (uintptr_t)&own_marker;
     long pm = os_open_read("/proc/self/pagemap");
     w->pagemap_fd = pm >= 0 ? (int)pm : -1;

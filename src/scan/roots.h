@@ -17,8 +17,12 @@ struct root_range { uintptr_t lo, hi; };
 
 typedef void (*roots_fn)(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,
                          void *arg);
-/* Calls fn for each root range, in pieces of resident pages. 0, or -errno (maps unreadable). */
-int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, size_t nexclude);
+/* Calls fn for each root range, in pieces of resident pages. 0, or -errno (maps unreadable).
+ * The caller's own stack is a root from stack_from up (where the caller saved the registers
+ * that may hold the program's pointers; its own frames below are not roots), or, with 0, from
+ * this call's frame, its callee-saved registers spilled there. */
+int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, size_t nexclude,
+                   uintptr_t stack_from);
 /* Runs fn(lo, hi, arg) so that a fault while reading [lo, hi) returns -EFAULT instead of
  * killing the program. */
 int roots_read_guarded(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), uintptr_t lo,
