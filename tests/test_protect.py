@@ -68,6 +68,16 @@ def test_root_check_can_fail(runner, program, args):
     assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
 
 
+def test_own_bookkeeping_is_no_root(runner):
+    """Oscar's metadata (here its thread registry, which records the end of a thread's
+    altstack: the address of the freed block right after it) is not scanned as a root."""
+    res = runner.oscar("protect_meta_not_root", env=FREQUENT)
+    v = parse_values(res.stdout)
+    assert res.returncode == 0 and v.get("adjacent") == 1, res.describe()
+    assert v.get("reused", 0) > 0, "kept by Oscar's own bookkeeping\n" + res.describe()
+    assert parse_values(runner.glibc("protect_meta_not_root").stdout).get("reused", 0) > 0
+
+
 def test_dangling_report_says_where(runner):
     """OSCAR_DANGLING=report: a line per still-referenced object, naming the root."""
     res = runner.oscar("protect_root_global", env=dict(FREQUENT, OSCAR_DANGLING="report"))

@@ -52,9 +52,53 @@ void *os_reserve(size_t len, int *err) {
                     err);
 }
 
+/* Where the os_alloc_meta mappings lie, for the mark to leave them out of the roots: Oscar's
+ * bookkeeping holds addresses of freed objects (the thread registry records where an altstack
+ * ends, which may be where a freed block starts) that are no pointers of the program's. They
+ * lie among the program's anonymous mappings and may merge with them in /proc/self/maps, so
+ * they are told apart by address. A mapping that touches a recorded one (the kernel places
+ * them top-down, one below the other) widens it. Lock-free: a new entry publishes hi, then
+ * lo; a reader skips an entry whose lo is still 0. A full table leaves a mapping unrecorded:
+ * it is then scanned, which keeps objects longer but loses none. */
+static struct {
+    _Atomic uintptr_t lo, hi;
+} meta_ranges[OS_META_RANGES_MAX];
+static _Atomic size_t meta_used;
+
+static void meta_record(uintptr_t lo, uintptr_t hi) {
+    size_t n = os_meta_count();
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t l = atomic_load_explicit(&meta_ranges[i].lo, memory_order_acquire);
+        uintptr_t h = atomic_load_explicit(&meta_ranges[i].hi, memory_order_acquire);
+        if (l && l == hi && atomic_compare_exchange_strong(&meta_ranges[i].lo, &l, lo))
+            return;
+        if (l && h == lo && atomic_compare_exchange_strong(&meta_ranges[i].hi, &h, hi))
+            return;
+    }
+    size_t i = atomic_fetch_add(&meta_used, 1);
+    if (i >= OS_META_RANGES_MAX)
+        return;
+    atomic_store_explicit(&meta_ranges[i].hi, hi, memory_order_release);
+    atomic_store_explicit(&meta_ranges[i].lo, lo, memory_order_release);
+}
+
+size_t os_meta_count(void) {
+    size_t n = atomic_load_explicit(&meta_used, memory_order_acquire);
+    return n < OS_META_RANGES_MAX ? n : OS_META_RANGES_MAX;
+}
+
+bool os_meta_range(size_t i, uintptr_t *lo, uintptr_t *hi) {
+    *lo = atomic_load_explicit(&meta_ranges[i].lo, memory_order_acquire);
+    *hi = atomic_load_explicit(&meta_ranges[i].hi, memory_order_acquire);
+    return *lo != 0;
+}
+
 void *os_alloc_meta(size_t len, int *err) {
-    return mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, err);
+    void *p = mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, err);
+    if (p)
+        meta_record((uintptr_t)p, (uintptr_t)p + len);
+    return p;
 }
 
 static atomic_int populate_write_works = 1;

@@ -27,6 +27,11 @@ static inline void os_count(enum os_call_kind kind) {
 void *os_reserve(size_t len, int *err);
 /* Kernel-placed read-write private anonymous memory for metadata (NORESERVE). */
 void *os_alloc_meta(size_t len, int *err);
+/* Where those mappings lie (they are no roots of a mark): entries [0, os_meta_count());
+ * os_meta_range says false for an entry still being written. */
+#define OS_META_RANGES_MAX 128
+size_t os_meta_count(void);
+bool os_meta_range(size_t i, uintptr_t *lo, uintptr_t *hi);
 /* Replace [addr, addr+len) inside OUR reservation with a shared mapping of fd at off,
  * pre-populated for writing when asked (one VMA when the file pages are consecutive). */
 int os_map_shadow(void *addr, size_t len, int fd, uint64_t off, int populate);

@@ -427,14 +427,18 @@ static void warn_once(const char *why) {
  * by mark_run on its stack; the thread's own stack is a root from there up only (below lie
  * the mark's own frames, whose stale slots would keep objects for nothing). */
 __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
-    /* (Static, not on this stack: ph.lo is the address of the heap's first object.) */
-    static struct root_range ex[2];
-    ex[0] = (struct root_range){ph.lo, ph.hi};
-    ex[1] = (struct root_range){ph.meta_lo, ph.meta_hi};
+    /* Not roots: the heap and all of Oscar's metadata (the heap's among it). (Static, not on
+     * this stack: ph.lo is the address of the heap's first object.) */
+    static struct root_range ex[1 + OS_META_RANGES_MAX];
+    size_t nex = 0;
+    ex[nex++] = (struct root_range){ph.lo, ph.hi};
+    for (size_t i = 0, n = os_meta_count(); i < n; i++)
+        if (os_meta_range(i, &ex[nex].lo, &ex[nex].hi))
+            nex++;
     candidates(used);
     /* This thread's stack is a root from the saved registers up: below lie the mark's own
      * frames (cut only within this stack's own mapping, never another thread's below it). */
-    int err = roots_for_each(scan_root, NULL, ex, 2, (uintptr_t)saved);
+    int err = roots_for_each(scan_root, NULL, ex, nex, (uintptr_t)saved);
     if (err)
         return err;
     ms.name = NULL;
