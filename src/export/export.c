@@ -105,8 +105,11 @@ OSCAR_EXPORT int mallopt(int param, int value) {
 }
 
 OSCAR_EXPORT int malloc_trim(size_t pad) {
-    (void)pad;
-    return 0; /* Oscar returns memory to the kernel as it goes; nothing left to trim */
+    (void)pad; /* (Oscar keeps no top of heap that a pad would spare) */
+    int saved = errno;
+    int released = alloc_trim();
+    errno = saved;
+    return released;
 }
 
 static size_t gauge(enum stat_id id) {

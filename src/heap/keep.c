@@ -167,3 +167,27 @@ bool keep_move(const struct keep_claim *c, uintptr_t a) {
     stats_add(STAT_LARGE_REUSED, 1);
     return true;
 }
+
+size_t keep_trim(void) {
+    if (!keep.area)
+        return 0;
+    struct keep_slot *taken[KEEP_SLOTS];
+    unsigned n = 0;
+    keep_lock();
+    for (unsigned i = 0; i < KEEP_SLOTS; i++) {
+        struct keep_slot *s = &keep.slot[i];
+        if (!s->busy && s->len) {
+            s->busy = true; /* (no claim can take it while its pages are dropped) */
+            taken[n++] = s;
+        }
+    }
+    keep_unlock();
+    size_t bytes = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct keep_slot *s = taken[i];
+        if (os_drop((void *)s->at, s->len) == 0)
+            bytes += s->len;
+        slot_done(s, 0, 0, -(int64_t)s->len);
+    }
+    return bytes;
+}

@@ -29,6 +29,9 @@ bool keep_claim(size_t len, struct keep_claim *c);
 bool keep_move(const struct keep_claim *c, uintptr_t a);
 /* Drop a claim without moving the pages. */
 void keep_release(const struct keep_claim *c);
+/* malloc_trim: give the memory of every kept run back to the kernel (MADV_DONTNEED; the
+ * slots stay, empty). Returns the bytes given back. */
+size_t keep_trim(void);
 /* fork: keep the slots consistent across it. */
 void keep_lock(void);
 void keep_unlock(void);

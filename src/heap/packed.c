@@ -382,6 +382,14 @@ void packed_flush_retired(struct thread_cache *tc) {
     }
 }
 
+bool packed_trim(void) {
+    struct thread_cache *tc = oscar_tc;
+    if (!tc || tc->state != TS_LIVE || !tc->retire.n)
+        return false;
+    packed_flush_retired(tc);
+    return true;
+}
+
 /* Queue a finished page (or a freed large object of `bytes`) on the calling thread's
  * retire queue; false when the thread has no live cache (it is exiting): the caller
  * revokes at once. */

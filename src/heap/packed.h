@@ -45,6 +45,8 @@ void packed_poison(uintptr_t a, size_t bytes);
 bool packed_retire_later(uintptr_t a, uint64_t e, size_t bytes);
 /* Revoke the pages waiting on tc's retire queue (when it fills, and when the thread exits). */
 void packed_flush_retired(struct thread_cache *tc);
+/* malloc_trim: flush the calling thread's retire queue now; true if it held anything. */
+bool packed_trim(void);
 /* Free the live packed object at a; false if it was freed meanwhile (caller re-checks). */
 bool packed_free(uintptr_t a, uint64_t e);
 #endif

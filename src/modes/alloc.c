@@ -236,6 +236,15 @@ void alloc_free(void *p, enum report_caller who) {
     count_free();
 }
 
+int alloc_trim(void) {
+    if (protect_on() || atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
+        return 0;
+    bool released = keep_trim() != 0;
+    if (packed_trim())
+        released = true;
+    return released;
+}
+
 static size_t usable_of(uint64_t e) {
     if (entry_kind(e) == PK_SMALL || entry_kind(e) == PK_PACKED)
         return class_size[entry_class(e)];

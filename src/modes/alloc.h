@@ -15,4 +15,8 @@ void *alloc_aligned(size_t size, size_t align);   /* align: a power of two */
 void alloc_free(void *p, enum report_caller who); /* reports and aborts on a bad pointer */
 void *alloc_realloc(void *p, size_t size);
 size_t alloc_usable_size(void *p);
+/* malloc_trim: give back to the kernel the freed memory Oscar still holds (kept pages of
+ * freed large objects; in fast mode the calling thread's retire queue). 1 if anything was
+ * given back, else 0. Protect mode gives nothing back here (0). */
+int alloc_trim(void);
 #endif
