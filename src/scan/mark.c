@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 
 /* The world and roots modules may be missing from a build: then no mark ever releases. */
 #pragma weak world_stop
@@ -133,6 +134,44 @@ static void cand_range(uintptr_t a, size_t len, bool set) {
 static void filter_clear(uintptr_t a, size_t len) {
     cand_range(a, len, false);
     end_mark(a, len, false);
+}
+
+/* Pages that hold a candidate of the mark in progress (a bit per page, set by candidates(),
+ * cleared by release_heap()): pass 2 visits only those. NULL (no memory for it): every page. */
+static uint64_t *cand_pages;
+
+static inline bool page_has_cand(size_t i) {
+    return !cand_pages || ((cand_pages[i / 64] >> (i % 64)) & 1);
+}
+
+/* Four slot words at once (s a multiple of 4: 8-byte aligned, see struct ph_meta). A plain
+ * 8-byte atomic load: the words may change under it (a free turning LIVE into QUAR while
+ * pass 2 runs), each one is read whole, and a mark's own states (CAND, MARKED) change only
+ * by the mark. */
+static inline uint64_t four_slots(_Atomic uint16_t *slot, unsigned s) {
+    return __atomic_load_n((uint64_t *)(void *)&slot[s], __ATOMIC_RELAXED);
+}
+
+#define LANES 0x0001000100010001ULL
+/* Of the four slot words in v, those whose state is st: bit 3 of each such 16-bit lane.
+ * (A lane's state xor st is 0..7; adding 7 carries into bit 3 unless it was 0.) */
+static inline uint64_t lanes_in_state(uint64_t v, unsigned st) {
+    uint64_t x = (v & (7 * LANES)) ^ (st * LANES);
+    return ((x + 7 * LANES) & (8 * LANES)) ^ (8 * LANES);
+}
+/* The lanes of slots [s, s + 4) that exist in a page of n slots. */
+static inline uint64_t lanes_below(unsigned s, unsigned n) {
+    return n - s >= 4 ? 8 * LANES : (8 * LANES) & ((1ULL << (16 * (n - s))) - 1);
+}
+
+/* Bits [from, from + count) of a page's local filter words. */
+static inline void bits_set(uint64_t *w, size_t from, size_t count) {
+    while (count) {
+        size_t b = from % 64, k = 64 - b < count ? 64 - b : count;
+        w[from / 64] |= (k == 64 ? ~0ULL : ((1ULL << k) - 1)) << b;
+        from += k;
+        count -= k;
+    }
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -260,30 +299,62 @@ static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const cha
     roots_read_guarded(scan_guarded, lo, hi, arg);
 }
 
-/* Every QUAR object becomes a candidate (CAND), its granules set in the filter. */
+/* Every QUAR object becomes a candidate (CAND), its granules set in the filter. A small
+ * page's filter words are built here first, then or'ed in (the words are zero between marks,
+ * but the end bit of the previous page's last candidate may already be in the first). */
 static void candidates(size_t used) {
+    const size_t gpp = PH_PAGE / 16; /* granules per page */
     for (size_t i = 0; i < used; i++) {
         struct ph_page *pg = &ph.pages[i];
         unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
         uintptr_t base = ph_page_base(i);
         if (kind == PHK_SMALL) {
             _Atomic uint16_t *slot = ph.meta[i].slot;
-            unsigned n = pg->nslots, size = pg->slot_size;
-            for (unsigned s = 0; s < n; s++) {
-                uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
-                if ((v & PHS_MASK) == PHS_QUAR) {
-                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_CAND),
-                                          memory_order_relaxed);
-                    cand_range(base + (uintptr_t)s * size, size, true);
-                    if ((v >> 3) == 0)
-                        end_mark(base + (uintptr_t)s * size, size, true);
+            unsigned n = pg->nslots, size = pg->slot_size, g = size / 16;
+            uint64_t cw[PH_MAX_WORDS], ew[PH_MAX_WORDS];
+            bool any = false;
+            for (unsigned s = 0; s < n; s += 4) {
+                uint64_t q = lanes_in_state(four_slots(slot, s), PHS_QUAR) & lanes_below(s, n);
+                if (!q)
+                    continue;
+                if (!any) {
+                    memset(cw, 0, sizeof cw);
+                    memset(ew, 0, sizeof ew);
+                    any = true;
                 }
+                for (; q; q &= q - 1) {
+                    unsigned t = s + (unsigned)(__builtin_ctzll(q) / 16);
+                    uint16_t v = atomic_load_explicit(&slot[t], memory_order_relaxed);
+                    atomic_store_explicit(&slot[t], (uint16_t)((v & ~PHS_MASK) | PHS_CAND),
+                                          memory_order_relaxed);
+                    bits_set(cw, (size_t)t * g, g);
+                    if ((v >> 3) == 0) { /* fills its slot: one past its end counts */
+                        size_t e = (size_t)(t + 1) * g;
+                        if (e < gpp)
+                            ew[e / 64] |= 1ULL << (e % 64);
+                        else
+                            end_mark(base + (uintptr_t)t * size, size, true);
+                    }
+                }
+            }
+            if (!any)
+                continue;
+            if (cand_pages)
+                cand_pages[i / 64] |= 1ULL << (i % 64);
+            _Atomic uint64_t *f = &ph.cand[granule(base) / 64 * 2];
+            for (unsigned w = 0; w < PH_MAX_WORDS; w++) {
+                if (cw[w])
+                    atomic_store_explicit(&f[2 * w], cw[w], memory_order_relaxed);
+                if (ew[w])
+                    atomic_fetch_or_explicit(&f[2 * w + 1], ew[w], memory_order_relaxed);
             }
         } else if (kind == PHK_LARGE) {
             if (atomic_load_explicit(&pg->lstate, memory_order_relaxed) == PHS_QUAR) {
                 atomic_store_explicit(&pg->lstate, PHS_CAND, memory_order_relaxed);
                 cand_range(base, align_up(pg->large_size, OSCAR_PAGE), true);
                 end_mark(base, align_up(pg->large_size, OSCAR_PAGE), true);
+                if (cand_pages)
+                    cand_pages[i / 64] |= 1ULL << (i % 64);
             }
             i += pg->run - 1;
         }
@@ -301,6 +372,12 @@ static void scan_heap(size_t used) {
             unsigned n = pg->nslots, size = pg->slot_size;
             unsigned run = 0; /* live slots [s - run, s) not scanned yet: one scan for them */
             for (unsigned s = 0; s < n; s++) {
+                if (s % 4 == 0 && n - s >= 4 && !ms.dangling &&
+                    lanes_in_state(four_slots(slot, s), PHS_LIVE) == 8 * LANES) {
+                    run += 4; /* (four live slots at once: the common case) */
+                    s += 3;
+                    continue;
+                }
                 uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
                 unsigned st = v & PHS_MASK;
                 if (st == PHS_LIVE && !ms.dangling) {
@@ -338,57 +415,85 @@ struct tally {
     uint64_t released, held, released_objects, held_objects;
 };
 
-/* Pass 2: every candidate's filter bits cleared; unmarked candidates (CAND) become FREED and
- * go back to their pages, marked ones back to QUAR. With release false (the roots could not
- * be read, or a fork child undoing a mark), every candidate goes back to QUAR. */
-static void release_heap(size_t used, struct tally *t, bool release) {
-    uint64_t bits[PH_MAX_WORDS];
-    for (size_t i = 0; i < used; i++) {
-        struct ph_page *pg = &ph.pages[i];
-        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
-        if (kind == PHK_SMALL) {
-            _Atomic uint16_t *slot = ph.meta[i].slot;
-            unsigned n = pg->nslots, size = pg->slot_size, nw = pg->nwords;
-            bool any = false;
-            for (unsigned w = 0; w < nw; w++)
-                bits[w] = 0;
-            for (unsigned s = 0; s < n; s++) {
-                uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
+/* Pass 2, on the pages that hold candidates: unmarked candidates (CAND) become FREED and go
+ * back to their pages, marked ones back to QUAR; the filter is zero again after it. With
+ * release false (the roots could not be read, or a fork child undoing a mark), every
+ * candidate goes back to QUAR. */
+static void release_page(size_t i, struct tally *t, bool release) {
+    const size_t gpp = PH_PAGE / 16;
+    struct ph_page *pg = &ph.pages[i];
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    if (kind == PHK_SMALL) {
+        uint64_t bits[PH_MAX_WORDS];
+        _Atomic uint16_t *slot = ph.meta[i].slot;
+        unsigned n = pg->nslots, size = pg->slot_size, nw = pg->nwords;
+        bool any = false;
+        for (unsigned w = 0; w < nw; w++)
+            bits[w] = 0;
+        for (unsigned s = 0; s < n; s += 4) {
+            uint64_t v4 = four_slots(slot, s);
+            uint64_t c = (lanes_in_state(v4, PHS_CAND) | lanes_in_state(v4, PHS_MARKED)) &
+                         lanes_below(s, n);
+            for (; c; c &= c - 1) {
+                unsigned k = s + (unsigned)(__builtin_ctzll(c) / 16);
+                uint16_t v = atomic_load_explicit(&slot[k], memory_order_relaxed);
                 unsigned st = v & PHS_MASK;
-                if (st == PHS_CAND || st == PHS_MARKED)
-                    filter_clear(ph_page_base(i) + (uintptr_t)s * size, size);
+                if ((size_t)(k + 1) * (size / 16) >= gpp) /* its end bit is the next page's */
+                    end_mark(ph_page_base(i) + (uintptr_t)k * size, size, false);
                 if (st == PHS_CAND && release) {
-                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_FREED),
+                    atomic_store_explicit(&slot[k], (uint16_t)((v & ~PHS_MASK) | PHS_FREED),
                                           memory_order_relaxed);
-                    bits[s / 64] |= 1ULL << (s % 64);
+                    bits[k / 64] |= 1ULL << (k % 64);
                     any = true;
                     t->released += size;
                     t->released_objects++;
-                } else if (st == PHS_MARKED || st == PHS_CAND) {
-                    atomic_store_explicit(&slot[s], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
+                } else {
+                    atomic_store_explicit(&slot[k], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
                                           memory_order_relaxed);
                     t->held += size;
                     t->held_objects++;
                 }
             }
-            if (any)
-                ph_release_slots(i, bits, nw);
-        } else if (kind == PHK_LARGE) {
-            uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
-            size_t run = pg->run, usable = align_up(pg->large_size, OSCAR_PAGE);
-            if (st == PHS_CAND || st == PHS_MARKED)
-                filter_clear(ph_page_base(i), usable);
-            if (st == PHS_CAND && release) {
-                t->released += usable;
-                t->released_objects++;
-                ph_release_large(i);
-            } else if (st == PHS_MARKED || st == PHS_CAND) {
-                atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_relaxed);
-                t->held += usable;
-                t->held_objects++;
-            }
-            i += run - 1;
         }
+        /* Every bit of this page's filter words was a candidate's of this mark. */
+        _Atomic uint64_t *f = &ph.cand[granule(ph_page_base(i)) / 64 * 2];
+        for (unsigned w = 0; w < 2 * PH_MAX_WORDS; w++)
+            atomic_store_explicit(&f[w], 0, memory_order_relaxed);
+        if (any)
+            ph_release_slots(i, bits, nw);
+    } else if (kind == PHK_LARGE) {
+        uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
+        size_t usable = align_up(pg->large_size, OSCAR_PAGE);
+        if (st == PHS_CAND || st == PHS_MARKED)
+            filter_clear(ph_page_base(i), usable);
+        if (st == PHS_CAND && release) {
+            t->released += usable;
+            t->released_objects++;
+            ph_release_large(i);
+        } else if (st == PHS_MARKED || st == PHS_CAND) {
+            atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_relaxed);
+            t->held += usable;
+            t->held_objects++;
+        }
+    }
+}
+
+static void release_heap(size_t used, struct tally *t, bool release) {
+    if (!cand_pages) {
+        for (size_t i = 0; i < used; i++) {
+            unsigned kind = atomic_load_explicit(&ph.pages[i].kind, memory_order_acquire);
+            if (kind == PHK_SMALL || kind == PHK_LARGE)
+                release_page(i, t, release);
+        }
+        return;
+    }
+    for (size_t w = 0; w < (used + 63) / 64; w++) {
+        uint64_t b = cand_pages[w];
+        if (!b)
+            continue;
+        cand_pages[w] = 0;
+        for (; b; b &= b - 1)
+            release_page(w * 64 + (size_t)__builtin_ctzll(b), t, release);
     }
 }
 
@@ -546,6 +651,8 @@ static void mark_body_locked(const uintptr_t *saved) {
 
 void mark_init(void) {
     ms.dangling = options_int(OPT_DANGLING) == 1;
+    int err;
+    cand_pages = os_alloc_meta(align_up((ph.hi - ph.lo) >> PH_PAGE_SHIFT, 64) / 8 + 8, &err);
 }
 
 bool mark_fork_prepare(void) {
