@@ -7,12 +7,24 @@ call (`jmp SYMBOL`) first compares the return address with its copy and calls
 __oscar_pss_fail on a mismatch (check mode, the default), or writes the copy back over it
 (overwrite mode, the dissertation's figures 2.9 and 2.10).
 
-Registers: %r11 (and %r10 in prologues of functions that never mention %r10: the static chain
-of GCC's nested functions) are scratch at function entry and at `ret` in the SysV ABI, and the
-status flags are not preserved across calls, so no register or flag needs saving.
+Addressing (offset): "gs" (the default) addresses the copy as %gs:(%rsp): the runtime sets the
+GS segment base to OFFSET once per process (WRGSBASE; threads and fork children inherit it), so
+no instruction loads the offset ("gs-random": the same code, and a marker that makes the runtime
+draw OFFSET per process). An integer N is the older scheme: `movabsq $N, %r11` before each
+access, (%rsp,%r11); "random": N loaded from the runtime's read-only page through the GOT.
+
+Registers: %r11 (and, with an integer or "random", %r10 in prologues of functions that never
+mention %r10: the static chain of GCC's nested functions) is scratch at function entry and at
+`ret` in the SysV ABI, and the status flags are not preserved across calls, so no register or
+flag needs saving.
+
+Leaves that cannot write memory: a function with no call, no jump out of it, no inline
+assembly, no .cold part and no instruction that writes memory (other than pushing registers)
+gets no instrumentation: nothing it executes can change its return address (what another thread
+or a signal handler could do is out of reach of the entry copy anyway: docs/shadow-stacks.md).
 
 Usage as a library: rewrite(text, mode, offset) -> text. As a program:
-    pss_rewrite.py [--mode=check|overwrite] [--offset=N|--offset=random] IN.s OUT.s
+    pss_rewrite.py [--mode=check|overwrite] [--offset=gs|gs-random|N|random] IN.s OUT.s
 """
 
 import re
@@ -21,6 +33,7 @@ import sys
 DEFAULT_OFFSET = -0x21f3b5c7000  # about -2.12 TiB; must match PSS_FIXED_OFFSET in runtime.c
 MARKER = "# oscar-pss: instrumented"
 ABI_SYMBOL = "__oscar_pss_abi_%x" % -DEFAULT_OFFSET  # defined by runtime.c
+ABI_SYMBOL_GS = "__oscar_pss_abi_gs"  # code addressing the copy through the GS base
 
 _TYPE_FN = re.compile(r'^\s*\.type\s+("?)([^",\s]+)\1\s*,\s*[@%]function\b')
 _LABEL = re.compile(r'^("?)([^\s":#]+)\1:\s*(?:#.*)?$')
@@ -57,7 +70,13 @@ def _load_offset(offset, pic):
     return ["\tmovabsq\t$%d, %%r11" % int(offset)]
 
 
+def _gs(offset):
+    return isinstance(offset, str) and offset.startswith("gs")
+
+
 def _prologue(offset, pic, use_r10):
+    if _gs(offset):
+        return ["\tmovq\t(%rsp), %r11", "\tmovq\t%r11, %gs:(%rsp)"]
     load = _load_offset(offset, pic)
     if use_r10:
         return (["\tmovq\t(%rsp), %r10"] + load + ["\tmovq\t%r10, (%rsp,%r11)"])
@@ -68,6 +87,10 @@ def _prologue(offset, pic, use_r10):
 
 
 def _epilogue(mode, offset, pic, fail_label):
+    if _gs(offset):
+        if mode == "overwrite":
+            return ["\tmovq\t%gs:(%rsp), %r11", "\tmovq\t%r11, (%rsp)"]
+        return ["\tmovq\t%gs:(%rsp), %r11", "\tcmpq\t%r11, (%rsp)", "\tjne\t" + fail_label]
     load = _load_offset(offset, pic)
     if mode == "overwrite":
         return load + ["\tmovq\t(%rsp,%r11), %r11", "\tmovq\t%r11, (%rsp)"]
@@ -75,14 +98,109 @@ def _epilogue(mode, offset, pic, fail_label):
                    "\tjne\t" + fail_label]
 
 
-def _fail_stub(fail_label, name_label, random=False):
+def _fail_stub(fail_label, name_label, offset):
     # Placed right after the `ret` (or tail jump) it serves, before any label or CFI
     # directive that follows, so its unwind state is exactly the one at the `ret`.
+    suffix = "_gs" if _gs(offset) else "_random" if offset == "random" else ""
     return [fail_label + ":", "\tleaq\t%s(%%rip), %%rdi" % name_label,
-            "\tcall\t__oscar_pss_fail%s@PLT" % ("_random" if random else "")]
+            "\tcall\t__oscar_pss_fail%s@PLT" % suffix]
 
 
-def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
+# Instructions that read their last (memory) operand without writing it.
+_READ_ONLY = re.compile(r'^(v?u?comis[sd]|cmp[bwlq]?|test[bwlq]?|bt[wlq]?|v?ptest|push[wlq]?|'
+                        r'prefetch\w*|nop[wlq]?|v?pcmp\w*|v?cmp\w*[sp][sd])$')
+# Instructions that write memory other than through their last operand (string operations,
+# exchanges, x87 and state stores with one operand are caught by the operand test).
+_ALWAYS_WRITES = re.compile(r'^(rep\w*|movs[bwlq]?|stos[bwlq]?|xchg\w*|xadd\w*|cmpxchg\w*|'
+                            r'lock|enter|call\w*|syscall|int\w*|xsave\w*|fxsave\w*|maskmov\w*|'
+                            r'v?pscatter\w*|vscatter\w*|vpmaskmov\w*|vmaskmov\w*)$')
+
+
+def _operands(rest):
+    ops, depth, cur = [], 0, ""
+    for ch in rest:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            ops.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        ops.append(cur.strip())
+    return ops
+
+
+def _may_write_memory(line):
+    """Conservative: True unless the instruction surely writes no memory (pushes aside)."""
+    s = line.split("#", 1)[0].strip()
+    if not s:
+        return False
+    parts = s.split(None, 1)
+    mnem = parts[0]
+    if mnem in ("ret", "retq", "leave", "leaveq") or mnem.startswith("pop") and (
+            len(parts) > 1 and parts[1].strip().startswith("%")):
+        return False
+    if _ALWAYS_WRITES.match(mnem) or ";" in s:
+        return True
+    if mnem.startswith("j"):
+        return False  # jumps are classified separately
+    if len(parts) == 1:
+        return mnem not in ("cltq", "cqto", "cltd", "cwtl", "nop", "ud2", "pause", "lfence",
+                            "mfence", "sfence", "vzeroupper", "cdqe", "cqo")
+    ops = _operands(parts[1])
+    last = ops[-1] if ops else ""
+    memory = not (last.startswith("%") or last.startswith("$"))
+    if not memory:
+        return False
+    return not _READ_ONLY.match(mnem)
+
+
+def _store_free_leaves(lines, functions):
+    """Functions that call nothing, never leave but by `ret`, and write no memory."""
+    ok = {}
+    current = None
+    in_app = False
+    for line in lines:
+        s = line.strip()
+        if s in ("#APP", "#NO_APP"):
+            in_app = s == "#APP"
+            if current:
+                ok[current] = False
+            continue
+        m = _LABEL.match(s)
+        if m and m.group(2) in functions:
+            name = m.group(2)
+            if _COLD.search(name):
+                ok[_COLD.sub("", name)] = False
+                current = None
+            else:
+                current = name
+                ok.setdefault(name, True)
+            continue
+        if current is None:
+            continue
+        m = _SIZE.match(line)
+        if m and m.group(2) == current:
+            current = None
+            continue
+        if not _is_instruction(line) or in_app:
+            continue
+        mnem = s.split(None, 1)[0]
+        if mnem.startswith("j"):
+            target = s.split("#", 1)[0].split(None, 1)[1:]
+            target = target[0].strip() if target else ""
+            if "*" in target or not target.startswith(".L"):
+                ok[current] = False  # a (conditional) tail call or an indirect jump
+            continue
+        if _may_write_memory(line):
+            ok[current] = False
+    return {f for f, v in ok.items() if v}
+
+
+def rewrite(text, mode="check", offset="gs", pic=False):
     if MARKER in text:
         return text
     lines = text.split("\n")
@@ -101,6 +219,7 @@ def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
             current = m.group(2)
         elif current and "%r10" in line:
             mentions_r10.add(current)
+    skip = _store_free_leaves(lines, functions)
     out = [MARKER]
     in_app = False
     current = None          # function whose body we are in (for a .cold part: its parent)
@@ -144,6 +263,9 @@ def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
                 # return address is untouched; the tail callee copies it itself).
                 out.append(line)
                 continue
+            if name in skip:
+                out.append(line)
+                continue
             if _ENDBR.match(line):
                 out.append(line)
                 out.extend(_prologue(offset, pic, name not in mentions_r10))
@@ -169,7 +291,7 @@ def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
                 if current not in names:
                     names[current] = ".Lpss_name%d" % len(names)
                     strings.append((names[current], current))
-                out.extend(_fail_stub(fail, names[current], offset == "random"))
+                out.extend(_fail_stub(fail, names[current], offset))
             continue
         m = _SIZE.match(line)
         if m and m.group(2) == current:
@@ -180,8 +302,16 @@ def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
         # liboscar_pss.so, linking or loading fails with this symbol's name instead of the
         # program faulting on an unmapped shadow.
         out += ['\t.pushsection\t.data.rel.ro.oscar_pss_abi,"aw",@progbits', "\t.p2align 3",
-                "\t.quad\t%s" % ABI_SYMBOL, "\t.popsection"]
-    if offset == "random" and instrumented:
+                "\t.quad\t%s" % (ABI_SYMBOL_GS if _gs(offset) else ABI_SYMBOL),
+                "\t.popsection"]
+    if _gs(offset) and instrumented:
+        # Tells the runtime that this code needs the GS base (weak: one per object is fine).
+        out += ['\t.pushsection\t.rodata.oscar_pss_gs,"a",@progbits',
+                "\t.weak\t__oscar_pss_uses_gs",
+                "\t.type\t__oscar_pss_uses_gs, @object",
+                "\t.size\t__oscar_pss_uses_gs, 1",
+                "__oscar_pss_uses_gs:", "\t.byte\t1", "\t.popsection"]
+    if offset in ("random", "gs-random") and instrumented:
         # Tells the runtime to draw a per-process offset (weak: one per object is fine).
         out += ['\t.pushsection\t.rodata.oscar_pss_random,"a",@progbits',
                 "\t.weak\t__oscar_pss_uses_random",
@@ -199,14 +329,14 @@ def rewrite(text, mode="check", offset=DEFAULT_OFFSET, pic=False):
 
 
 def main(argv):
-    mode, offset, pic = "check", DEFAULT_OFFSET, False
+    mode, offset, pic = "check", "gs", False
     args = []
     for a in argv[1:]:
         if a.startswith("--mode="):
             mode = a.split("=", 1)[1]
         elif a.startswith("--offset="):
             v = a.split("=", 1)[1]
-            offset = v if v == "random" else int(v, 0)
+            offset = v if v in ("random", "gs", "gs-random") else int(v, 0)
         elif a == "--pic":
             pic = True
         else:

@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -37,6 +38,9 @@
 
 #define PSS_FIXED_OFFSET (-0x21f3b5c7000L) /* about -2.12 TiB: the rewriter's DEFAULT_OFFSET */
 #define PAGE 4096UL
+#ifndef HWCAP2_FSGSBASE
+#define HWCAP2_FSGSBASE (1 << 1)
+#endif
 #define MAX_SHADOWS 1024
 #define MAIN_STACK_CAP (4UL << 30)
 
@@ -46,6 +50,11 @@
 __attribute__((aligned(4096), visibility("default"))) long __oscar_pss_offset[PAGE / sizeof(long)] = {
     PSS_FIXED_OFFSET};
 extern char __oscar_pss_uses_random __attribute__((weak));
+/* Defined (weak) by code that addresses the copy as %gs:(%rsp) (the default, pss_rewrite.py's
+ * "gs"): the GS base holds the offset (set with WRGSBASE below; threads and fork children
+ * inherit it). Without FSGSBASE (a CPU or kernel older than Linux 5.9) such code cannot run. */
+extern char __oscar_pss_uses_gs __attribute__((weak));
+__attribute__((visibility("default"))) const char __oscar_pss_abi_gs = 1;
 /* Every instrumented object refers to this symbol (pss_rewrite.py's ABI_SYMBOL): code built for
  * another fixed offset fails to link or load instead of faulting. */
 __attribute__((visibility("default"))) const char __oscar_pss_abi_21f3b5c7000 = 1;
@@ -223,6 +232,16 @@ static void pss_init(void) {
         __oscar_pss_offset[0] = offsets[1];
         mprotect(__oscar_pss_offset, PAGE, PROT_READ);
     }
+    /* The GS base is the offset of the code built with "gs" addressing: the random one when
+     * some code asked for it, the fixed one otherwise (both are mapped below). */
+    long base = noffsets == 2 ? offsets[1] : PSS_FIXED_OFFSET;
+    if (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) {
+        __asm__ volatile("wrgsbase %0" ::"r"(base) : "memory");
+    } else if (&__oscar_pss_uses_gs) {
+        out("oscar: cannot set the shadow stack's offset in the GS base (no FSGSBASE: the CPU or "
+            "the kernel is too old; build with oscar cc --offset=immediate)\n");
+        die();
+    }
     uintptr_t top;
     if (main_stack_top(&top) != 0) {
         /* No [stack] line: use the current frame's page and the limit below it. */
@@ -392,7 +411,8 @@ void pss_report(const char *fn, uintptr_t found, uintptr_t slot, long off) {
 }
 
 /* Called from the instrumented epilogue, %rdi = the function's name; the failed return's slot
- * is at 8(%rsp). __oscar_pss_fail_random: from code built with --offset=random. */
+ * is at 8(%rsp). __oscar_pss_fail_random: from code built with the offset in a read-only page;
+ * __oscar_pss_fail_gs: from code addressing the copy through the GS base. */
 __asm__(".text\n"
         ".globl __oscar_pss_fail\n"
         ".type __oscar_pss_fail, @function\n"
@@ -416,4 +436,15 @@ __asm__(".text\n"
         "\tcall pss_report\n"
         "\thlt\n"
         ".cfi_endproc\n"
-        ".size __oscar_pss_fail_random, .-__oscar_pss_fail_random\n");
+        ".size __oscar_pss_fail_random, .-__oscar_pss_fail_random\n"
+        ".globl __oscar_pss_fail_gs\n"
+        ".type __oscar_pss_fail_gs, @function\n"
+        "__oscar_pss_fail_gs:\n"
+        ".cfi_startproc\n"
+        "\tmovq 8(%rsp), %rsi\n"
+        "\tleaq 8(%rsp), %rdx\n"
+        "\trdgsbase %rcx\n"
+        "\tcall pss_report\n"
+        "\thlt\n"
+        ".cfi_endproc\n"
+        ".size __oscar_pss_fail_gs, .-__oscar_pss_fail_gs\n");

@@ -52,15 +52,16 @@ def oscar():
 
 
 def build(oscar, tmp_path, source, opt, how, extra=()):
-    """how: 'plain', 'check', 'overwrite' or 'random' (check mode, per-process offset)."""
+    """how: 'plain', 'check', 'overwrite', 'random' (check mode, per-process offset) or
+    'immediate' (check mode, the offset as an immediate operand instead of the GS base)."""
     compiler = GXX if source.endswith(".cc") else GCC
     if compiler is None:
         pytest.skip("g++ is not installed")
     out = tmp_path / ("%s-%s-%s" % (source.replace(".", "_"), opt, how))
     cmd = [compiler, "-" + opt, "-pthread", "-fno-stack-protector", "-o", str(out),
            str(SRC / source)] + list(extra)
-    if how == "random":
-        cmd = oscar + ["--offset=random", "--"] + cmd
+    if how in ("random", "immediate"):
+        cmd = oscar + ["--offset=" + how, "--"] + cmd
     elif how != "plain":
         cmd = oscar + ["--mode=" + how, "--"] + cmd
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -87,7 +88,7 @@ def test_attack_hijacks_plain_build(oscar, tmp_path, opt, where):
     assert proc.stdout.splitlines()[-1] == "hijacked"
 
 
-@pytest.mark.parametrize("how", ["check", "random"])
+@pytest.mark.parametrize("how", ["check", "random", "immediate"])
 @pytest.mark.parametrize("opt", ["O0", "O2"])
 @pytest.mark.parametrize("where", ["main", "thread"])
 def test_attack_stopped_in_check_mode(oscar, tmp_path, opt, where, how):
@@ -135,7 +136,7 @@ PROGRAMS = ["threads.c", "longjmp.c", "callbacks.c", "exceptions.cc", "ipa_ra.c"
 def test_same_output_as_plain(oscar, tmp_path, source, opt):
     plain = run(build(oscar, tmp_path, source, opt, "plain"))
     assert plain.returncode == 0, plain.stderr
-    for how in ("check", "overwrite", "random"):
+    for how in ("check", "overwrite", "random", "immediate"):
         proc = run(build(oscar, tmp_path, source, opt, how))
         assert proc.returncode == 0, (how, proc.stderr)
         assert proc.stdout == plain.stdout, how
@@ -189,7 +190,7 @@ def test_assembly_rewritten_once(oscar, tmp_path):
                    check=True)
     dis = subprocess.run(["objdump", "-d", str(tmp_path / "f.o")], stdout=subprocess.PIPE,
                          text=True).stdout
-    assert dis.count("movabs") == 2  # one copy at entry, one check before the return
+    assert dis.count("%gs:") == 2  # one copy at entry, one check before the return
     import sys
     sys.path.insert(0, str(REPO / "shadowstack"))
     import pss_rewrite
@@ -277,3 +278,91 @@ def test_lto_pipe_save_temps(oscar, tmp_path, flag):
     assert proc.returncode == -signal.SIGABRT
     m = REPORT.match(proc.stderr.splitlines()[0])
     assert m and m.group(1).startswith("vulnerable")
+
+
+# ---------------------------------------------------------------------------------------------
+# The GS base and the leaves left alone
+
+
+def _rewriter():
+    import sys
+    sys.path.insert(0, str(REPO / "shadowstack"))
+    import pss_rewrite
+    return pss_rewrite
+
+
+def _instrumented_functions(oscar, tmp_path, source, opt="O2"):
+    """Names of the functions of SOURCE whose entry copies the return address."""
+    (tmp_path / "u.c").write_text(source)
+    asm = subprocess.run(oscar + ["--", GCC, "-" + opt, "-fno-stack-protector", "-S", "-o", "-",
+                                  str(tmp_path / "u.c")], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    text = _rewriter().rewrite(asm)
+    names, current = set(), None
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z_]\w*):", line)
+        if m:
+            current = m.group(1)
+        elif "%r11, %gs:(%rsp)" in line:
+            names.add(current)
+    return names
+
+
+def test_only_leaves_that_write_no_memory_are_left_alone(oscar, tmp_path):
+    src = ("struct s { long a, b; };\n"
+           "long get(const struct s *p) { return p->a + p->b; }\n"
+           "int less(const void *a, const void *b) { return *(const long *)a < *(const long *)b; }\n"
+           "long pick(long x) { switch (x) { case 0: return 4; case 1: return 7; case 2: return 9;"
+           " case 3: return 1; case 4: return 12; default: return 0; } }\n"
+           "void set(struct s *p) { p->a = 1; }\n"
+           "void fill(char *d, int n) { char buf[32]; for (int i = 0; i < n; i++) buf[i] = d[i];"
+           " for (int i = 0; i < n; i++) d[i] = buf[i]; }\n"
+           "long ext(long);\nlong calls(long x) { return ext(x) + 1; }\n"
+           "long tail(long x) { return ext(x + 1); }\n"
+           "void bump(long *p) { __atomic_fetch_add(p, 1, __ATOMIC_SEQ_CST); }\n"
+           "long asm_(long x) { x = x * 3 + 1; __asm__ volatile(\"nop\" : \"+r\"(x)); return x; }\n")
+    names = _instrumented_functions(oscar, tmp_path, src, "O2")
+    assert {"set", "fill", "calls", "bump", "asm_"} <= names, names
+    assert not names & {"get", "less", "pick"}, names
+    # -O0 keeps arguments in the frame: every function with a parameter writes memory.
+    names = _instrumented_functions(oscar, tmp_path, src, "O0")
+    assert {"set", "fill", "calls", "bump", "get", "less", "pick"} <= names, names
+
+
+def test_write_classification():
+    w = _rewriter()._may_write_memory
+    for line in ("\tmovq\t%rax, (%rdi)", "\taddl\t$1, 8(%rsp)", "\tincq\tcounter(%rip)",
+                 "\tsete\t(%rax)", "\tpopq\t(%rax)", "\trep stosq", "\tlock addq $1, (%rdi)",
+                 "\txchgq\t%rax, (%rdi)", "\tmovsb", "\tvmovdqu\t%ymm0, (%rdi,%rax)",
+                 "\tfstpl\t(%rdi)", "\tcall\tf", "\tbtsq\t$3, (%rdi)", "\tmovups\t%xmm0, x(%rip)"):
+        assert w(line), line
+    for line in ("\tmovq\t(%rdi), %rax", "\tcmpq\t$0, (%rdi)", "\ttestb\t$1, (%rax)",
+                 "\tpushq\t%rbx", "\tpopq\t%rbx", "\tleaq\t8(%rsp), %rax", "\tret",
+                 "\tvmovdqu\t(%rsi), %ymm0", "\tucomisd\t(%rax), %xmm0", "\tcltq"):
+        assert not w(line), line
+
+
+def test_gs_base_is_the_offset_in_every_thread(oscar, tmp_path):
+    """The runtime sets the GS base to the offset; threads and fork children inherit it (code
+    built with the default addressing reads the copy at %gs:(%rsp))."""
+    (tmp_path / "gs.c").write_text(
+        "#include <pthread.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/wait.h>\n"
+        "static long base(void) { long b; __asm__ volatile(\"rdgsbase %0\" : \"=r\"(b)); return b; }\n"
+        "static void *t(void *p) { (void)p; printf(\"thread %ld\\n\", base()); return 0; }\n"
+        "int main(void) { printf(\"main %ld\\n\", base()); fflush(stdout);\n"
+        " pthread_t th; pthread_create(&th, 0, t, 0); pthread_join(th, 0); fflush(stdout);\n"
+        " if (fork() == 0) { printf(\"child %ld\\n\", base()); fflush(stdout); _exit(0); }\n"
+        " wait(0); return 0; }\n")
+    for how, expect in (("fixed", -0x21f3b5c7000), ("random", None)):
+        out = tmp_path / ("gs-" + how)
+        subprocess.run(oscar + ["--offset=" + how, "--", GCC, "-O2", "-pthread", "-o", str(out),
+                                str(tmp_path / "gs.c")], check=True)
+        proc = run(out)
+        assert proc.returncode == 0, proc.stderr
+        values = {line.split()[0]: int(line.split()[1]) for line in proc.stdout.splitlines()}
+        assert set(values) == {"main", "thread", "child"}
+        assert len(set(values.values())) == 1, values
+        if expect is not None:
+            assert values["main"] == expect
+        else:
+            assert -(40 << 40) <= values["main"] < -(3 << 40)
