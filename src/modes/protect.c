@@ -1,21 +1,35 @@
 /* protect: see protect.h. */
 #define _GNU_SOURCE
 #include "modes/protect.h"
+#include "base/fmt.h"
+#include "base/messages.h"
 #include "base/options.h"
 #include "base/stats.h"
 #include "heap/protect_heap.h"
+#include "heap/sample.h"
 #include "report/fault.h"
 #include "scan/mark.h"
 #include "scan/world.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 
 #pragma weak world_init
 
 int protect_mode_state;
 
 #define MODE_PROTECT 2 /* index of "protect" in OSCAR_MODE's choices (base/options.def) */
+
+static void sample_off_warning(int err) {
+    char buf[160];
+    struct fmt f = FMT_INIT(buf);
+    msg_start(&f, MSG_SAMPLE_OFF);
+    fmt_str(&f, "cannot reserve the sample pool, errno ");
+    fmt_i64(&f, err);
+    fmt_str(&f, ")\n");
+    fmt_flush(&f, 2);
+}
 
 bool protect_select(void) {
     bool on = options_int(OPT_MODE) == MODE_PROTECT;
@@ -28,6 +42,9 @@ bool protect_select(void) {
             report_fatal("protect mode: cannot set up stop-the-world", ENOMEM);
         mark_init();
         fault_init();
+        int serr = sample_init();
+        if (serr)
+            sample_off_warning(serr);
         if (options_int(OPT_STATS_SIGNAL))
             fault_init_stats_signal((int)options_int(OPT_STATS_SIGNAL));
     }
@@ -69,19 +86,66 @@ static void *or_enomem(void *p) {
     return p;
 }
 
-void *protect_malloc(size_t size) { return or_enomem(ph_malloc(size)); }
-void *protect_calloc(size_t size) { return or_enomem(ph_calloc(size)); }
+/* OSCAR_SAMPLE_RATE: allocations left until this thread's next sample. A thread's first
+ * allocation draws its first interval instead of being sampled. */
+static __thread int64_t sample_left __attribute__((tls_model("initial-exec")));
+static __thread bool sample_started __attribute__((tls_model("initial-exec")));
+
+static void *sampled(size_t size) {
+    bool first = !sample_started;
+    sample_started = true;
+    sample_left = sample_interval();
+    return first && sample_rate > 1 ? NULL : sample_alloc(size);
+}
+
+void *protect_malloc(size_t size) {
+    if (unlikely(sample_rate) && unlikely(--sample_left <= 0)) {
+        void *p = sampled(size);
+        if (p)
+            return p;
+    }
+    return or_enomem(ph_malloc(size));
+}
+void *protect_calloc(size_t size) {
+    if (unlikely(sample_rate) && unlikely(--sample_left <= 0)) {
+        void *p = sampled(size); /* (a fresh page: zero) */
+        if (p)
+            return p;
+    }
+    return or_enomem(ph_calloc(size));
+}
 void *protect_aligned(size_t size, size_t align) { return or_enomem(ph_aligned(size, align)); }
 void protect_free(void *p, enum report_caller who) {
+    if (unlikely(sample_owns(p))) {
+        sample_free(p, (int)who);
+        return;
+    }
     if (p && unlikely(ph_free(p, (int)who)))
         mark_run(); /* (here, not deeper: the frames above the mark are roots) */
 }
 void *protect_realloc(void *p, size_t size) {
     if (!p)
         return protect_malloc(size);
+    if (unlikely(sample_owns(p))) { /* (never grown in place: a new object, then free) */
+        size_t old = sample_usable_size(p, CALL_REALLOC);
+        if (!size) {
+            sample_free(p, CALL_REALLOC);
+            return NULL;
+        }
+        void *q = protect_malloc(size);
+        if (q) {
+            memcpy(q, p, old < size ? old : size);
+            sample_free(p, CALL_REALLOC);
+        }
+        return q;
+    }
     void *q = ph_realloc(p, size);
     if (!q && size)
         errno = ENOMEM;
     return q;
 }
-size_t protect_usable_size(void *p) { return p ? ph_usable_size(p, CALL_USABLE_SIZE) : 0; }
+size_t protect_usable_size(void *p) {
+    if (unlikely(sample_owns(p)))
+        return sample_usable_size(p, CALL_USABLE_SIZE);
+    return p ? ph_usable_size(p, CALL_USABLE_SIZE) : 0;
+}

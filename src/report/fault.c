@@ -51,6 +51,10 @@ static int slot_of(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1
 
 void fault_set_recover_hook(void (*hook)(void)) { recover_hook = hook; }
 
+/* Memory outside the region whose faults are reported too (heap/sample.c's pages). */
+static bool (*claim_hook)(uintptr_t addr);
+void fault_set_claim_hook(bool (*claims)(uintptr_t addr)) { claim_hook = claims; }
+
 static void set_default(int sig) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -158,7 +162,7 @@ static void on_fault(int sig, siginfo_t *si, void *ucv) {
     if (recover_hook)
         recover_hook(); /* (jumps back to a guarded read in progress; else returns) */
     uintptr_t addr = (uintptr_t)si->si_addr;
-    if (region_contains(addr) && si->si_code > 0) {
+    if ((region_contains(addr) || (claim_hook && claim_hook(addr))) && si->si_code > 0) {
         ucontext_t *uc = ucv;
         struct fault_job j = {
             .addr = addr,

@@ -1,6 +1,8 @@
 #ifndef OSCAR_FAULT_H
 #define OSCAR_FAULT_H
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 /* Install the SIGSEGV/SIGBUS handler that reports use-after-free (see fault.c). */
 void fault_init(void);
 /* OSCAR_STATS_SIGNAL: emit the statistics whenever sig arrives. Fault signals (and those
@@ -15,4 +17,7 @@ void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, voi
 /* Called first thing on every SIGSEGV/SIGBUS (scan/roots.c's guarded reads): it may jump out
  * of the handler (siglongjmp); when it returns, the fault is handled as usual. */
 void fault_set_recover_hook(void (*hook)(void));
+/* Faults at addresses outside the region that a higher layer owns (heap/sample.c) are
+ * reported as the region's are: claims(addr) says which. */
+void fault_set_claim_hook(bool (*claims)(uintptr_t addr));
 #endif

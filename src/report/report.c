@@ -11,6 +11,9 @@
 
 static struct object_info (*describe_hook)(uintptr_t addr);
 static uintptr_t (*view_origin_hook)(uintptr_t addr);
+static struct obj_record *(*record_hook)(uintptr_t start);
+
+void report_set_record_hook(struct obj_record *(*record)(uintptr_t)) { record_hook = record; }
 
 void report_set_describe_hook(struct object_info (*describe)(uintptr_t)) { describe_hook = describe; }
 void report_set_view_origin_hook(uintptr_t (*origin)(uintptr_t)) { view_origin_hook = origin; }
@@ -72,13 +75,15 @@ static void print_history(struct fmt *f, int fd, const struct object_info *o) {
         fmt_str(f, "(allocation and free stacks are off: OSCAR_STACK_DEPTH=0)\n");
         return;
     }
+    struct obj_record *r = record_hook ? record_hook(o->start) : NULL;
     enum page_kind k = entry_kind(o->entry);
-    if (k == PK_PACKED || k == PK_PACKED_FREED || k == PK_PACKED_GUARDED) {
+    if (!r && (k == PK_PACKED || k == PK_PACKED_FREED || k == PK_PACKED_GUARDED)) {
         fmt_str(f, "(no stacks for objects that share a shadow page: OSCAR_MODE=fast, or past the "
                     "mapping-limit warning)\n");
         return;
     }
-    struct obj_record *r = stack_record(o->start & ~(OSCAR_PAGE - 1));
+    if (!r)
+        r = stack_record(o->start & ~(OSCAR_PAGE - 1));
     if (o->state != OBJ_LIVE)
         print_stored(f, fd, "freed", atomic_load(&r->free_tid), atomic_load(&r->free_stack));
     print_stored(f, fd, o->state == OBJ_LIVE ? "allocated" : "previously allocated",
@@ -213,6 +218,10 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     } else if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_ARENA) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region is a custom-allocator arena; it was freed (oscar_arena_free)\n");
+    } else if (o.state == OBJ_FREED && record_hook && record_hook(o.start)) {
+        describe_location(&f, addr, &o);
+        fmt_str(&f, "the region was freed; its page is revoked (a sampled object: "
+                    "OSCAR_SAMPLE_RATE)\n");
     } else if (o.state == OBJ_FREED) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region was freed; its shadow page is revoked\n");

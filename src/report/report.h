@@ -41,6 +41,10 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
 void report_set_describe_hook(struct object_info (*describe)(uintptr_t addr));
 void report_set_view_origin_hook(uintptr_t (*view_origin)(uintptr_t addr));
 struct object_info report_describe(uintptr_t addr);
+/* Where the stacks of an object kept outside the region are (heap/sample.c): NULL for the
+ * others. */
+struct obj_record;
+void report_set_record_hook(struct obj_record *(*record)(uintptr_t start));
 /* A misuse of the custom-allocator API (heap/views.c): one line, the caller's stack and the
  * object's history. */
 void report_api_error(const char *fn, uintptr_t addr, const char *code, const char *why);

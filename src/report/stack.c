@@ -72,7 +72,6 @@ static void records_shrink(uintptr_t new_end) {
 }
 
 int stack_init(void) {
-    stack_depth = (int)options_int(OPT_STACK_DEPTH);
     size_t pages = (oscar_region.end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
     int err;
     records = os_alloc_meta(pages * sizeof(struct obj_record), &err);
@@ -80,6 +79,14 @@ int stack_init(void) {
         return err;
     records_pages = pages;
     region_set_shrink_hook(records_shrink);
+    return stack_store_init();
+}
+
+int stack_store_init(void) {
+    if (slots)
+        return 0;
+    stack_depth = (int)options_int(OPT_STACK_DEPTH);
+    int err;
     size_t bytes = (size_t)options_int(OPT_STACK_STORE_MIB) << 20;
     /* Under a finite RLIMIT_AS, a thirty-second of Oscar's share (mem/region.h). */
     if (region_as_budget() != UINT64_MAX && bytes > region_as_budget() / 32)
@@ -216,18 +223,19 @@ struct obj_record *stack_record(uintptr_t page) {
     return &records[region_page_index(page)];
 }
 
-void stack_note_alloc(uintptr_t page) {
-    struct obj_record *r = stack_record(page);
+void stack_record_alloc(struct obj_record *r) {
     atomic_store_explicit(&r->alloc_stack, capture(), memory_order_relaxed);
     atomic_store_explicit(&r->alloc_tid, stack_thread_id(), memory_order_relaxed);
     atomic_store_explicit(&r->free_stack, 0, memory_order_relaxed);
 }
 
-void stack_note_free(uintptr_t page) {
-    struct obj_record *r = stack_record(page);
+void stack_record_free(struct obj_record *r) {
     atomic_store_explicit(&r->free_stack, capture(), memory_order_relaxed);
     atomic_store_explicit(&r->free_tid, stack_thread_id(), memory_order_relaxed);
 }
+
+void stack_note_alloc(uintptr_t page) { stack_record_alloc(stack_record(page)); }
+void stack_note_free(uintptr_t page) { stack_record_free(stack_record(page)); }
 
 int stack_frames(uint32_t id, uintptr_t *out) {
     if (!id || id - 1 > slot_mask)

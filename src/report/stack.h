@@ -22,6 +22,11 @@ struct obj_record {
 extern int stack_depth; /* OSCAR_STACK_DEPTH; 0 = off */
 
 int stack_init(void);
+/* The stack store alone, for records kept elsewhere (heap/sample.c): stack_init calls it. */
+int stack_store_init(void);
+/* Record who allocated / freed the object of record r. */
+void stack_record_alloc(struct obj_record *r);
+void stack_record_free(struct obj_record *r);
 /* Record who allocated / freed the object whose first page is `page`. */
 void stack_note_alloc(uintptr_t page);
 void stack_note_free(uintptr_t page);

@@ -1,0 +1,30 @@
+/* Protect mode with OSCAR_SAMPLE_RATE=1: every allocation of at most a page is sampled, so a
+ * read through a freed object faults at once and is reported with both stacks (without
+ * sampling, protect mode only makes it harmless: the read sees zeros). With the argument
+ * "double", a double free instead; "realloc", the old block of a realloc is read. */
+#include "common.h"
+
+__attribute__((noinline)) static char *make(void) {
+    char *p = malloc(40);
+    strcpy(p, "sampled");
+    return p;
+}
+
+__attribute__((noinline)) static void drop(char *p) { free(p); }
+
+int main(int argc, char **argv) {
+    test_init();
+    const char *what = argc > 1 ? argv[1] : "read";
+    char *p = make();
+    if (strcmp(what, "realloc") == 0) {
+        char *q = realloc(p, 4000);
+        printf("moved %s\n", q);
+    } else {
+        drop(p);
+        if (strcmp(what, "double") == 0)
+            drop(p);
+    }
+    printf("read %d\n", ((volatile char *)p)[3]);
+    printf("NOT REACHED\n");
+    return 0;
+}

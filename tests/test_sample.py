@@ -1,0 +1,91 @@
+"""Protect mode's sampling (OSCAR_SAMPLE_RATE, heap/sample.h): a sampled object gets a page
+of its own, revoked on free, so a use after free of it is reported at once with both stacks;
+everything else about the program stays as under glibc."""
+
+import json
+import re
+import signal
+
+import pytest
+
+from conftest import assert_report, assert_same_output, assert_clean_run
+
+SAMPLE_ALL = {"OSCAR_MODE": "protect", "OSCAR_SAMPLE_RATE": "1"}
+ADDR = r"0x[0-9a-f]+"
+
+
+def frames_after(report, header):
+    """The frame lines under the first line that starts with header."""
+    for i, line in enumerate(report):
+        if line.startswith(header):
+            out = []
+            for l in report[i + 1:]:
+                if not l.startswith("    #"):
+                    break
+                out.append(l)
+            return out
+    return []
+
+
+def test_use_after_free_reported_with_both_stacks(runner):
+    res = runner.oscar("sample_use_after_free", env=SAMPLE_ALL)
+    report = assert_report(res, signal.SIGSEGV,
+                           r"oscar: heap-use-after-free on address %s \(READ\)" % ADDR,
+                           r"%s is located 3 bytes inside of 40-byte region \[%s,%s\)"
+                           % (ADDR, ADDR, ADDR))
+    assert report[2] == ("the region was freed; its page is revoked (a sampled object: "
+                         "OSCAR_SAMPLE_RATE)"), res.describe()
+    freed = frames_after(report, "freed by thread")
+    alloc = frames_after(report, "previously allocated by thread")
+    assert re.search(r" in drop .*sample_use_after_free\.c:13", freed[0]), res.describe()
+    assert any(" in main " in l for l in freed), res.describe()
+    assert re.search(r" in make .*sample_use_after_free\.c:8", alloc[0]), res.describe()
+
+
+def test_double_free_reported(runner):
+    res = runner.oscar("sample_use_after_free", "double", env=SAMPLE_ALL)
+    report = assert_report(res, signal.SIGABRT, r"oscar: double-free on address %s" % ADDR)
+    assert frames_after(report, "freed by thread"), res.describe()
+    assert frames_after(report, "previously allocated by thread"), res.describe()
+
+
+def test_realloc_frees_the_sampled_block(runner):
+    res = runner.oscar("sample_use_after_free", "realloc", env=SAMPLE_ALL)
+    assert "moved sampled" in res.stdout, res.describe()
+    assert_report(res, signal.SIGSEGV,
+                  r"oscar: heap-use-after-free on address %s \(READ\)" % ADDR)
+
+
+def test_without_sampling_the_read_is_harmless(runner):
+    """Protect mode alone: the freed object is quarantined and zeroed; no fault, no report."""
+    res = runner.oscar("sample_use_after_free", env={"OSCAR_MODE": "protect"})
+    assert_clean_run(res)
+    assert "read 0" in res.stdout, res.describe()
+
+
+@pytest.mark.parametrize("rate", ["1", "7", "1000"])
+def test_correct_program_same_output(runner, tmp_path, rate):
+    """More objects than the pool holds, realloc, calloc, usable size, two threads: the same
+    output as under glibc; the pool fills up (rate 1) and the program goes on."""
+    stats = tmp_path / "stats.json"
+    env = dict(SAMPLE_ALL, OSCAR_SAMPLE_RATE=rate, OSCAR_STATS_FILE=str(stats))
+    assert_same_output(runner.oscar("sample_many", env=env), runner.glibc("sample_many"))
+    s = json.loads(stats.read_text())
+    if rate == "1":
+        assert s["sampled_objects"] == 16384 and s["sample_pool_full"] == 1, s
+    else:
+        expect = 2 * 20000 * 4 // 3 // int(rate)  # (a realloc is an allocation too)
+        assert expect / 3 < s["sampled_objects"] < expect * 3, s
+
+
+@pytest.mark.parametrize("program", ["api_malloc_calloc", "api_realloc", "cxx_stl",
+                                     "threads_producer_consumer", "fork_isolation"])
+def test_api_programs_sampled(runner, program):
+    assert_same_output(runner.oscar(program, env=SAMPLE_ALL), runner.glibc(program))
+
+
+def test_off_by_default(runner, tmp_path):
+    stats = tmp_path / "stats.json"
+    res = runner.oscar("sample_use_after_free",
+                       env={"OSCAR_MODE": "protect", "OSCAR_STATS_FILE": str(stats)})
+    assert json.loads(stats.read_text()).get("sampled_objects", 0) == 0, res.describe()
