@@ -181,6 +181,33 @@ static void span_format(struct span *s, unsigned cls) {
     atomic_store(&s->claimed, 0);
 }
 
+/* Core dumps: the window is mapped left out of them (os_map_window); its pages [0, dump_pages)
+ * are made dumpable as the heap grows into them, in doubling steps (a few system calls in a
+ * process's life), so that every shadow aliased from them is dumpable too (an alias inherits
+ * the flag) and a debugger reads live objects through their addresses in a core. The core
+ * holds the used heap twice (window and shadows), never the reserved rest (docs/reports.md). */
+#define DUMP_FIRST_PAGES ((16ULL << 20) >> OSCAR_PAGE_SHIFT)
+static _Atomic uint64_t dump_pages;
+
+static void dump_cover(uint64_t end_page) {
+    if (atomic_load_explicit(&dump_pages, memory_order_acquire) >= end_page)
+        return;
+    oscar_lock_acquire(&empty_pool.lock); /* (rare: the heap's high-water mark doubled) */
+    uint64_t have = atomic_load(&dump_pages), max = atomic_load(&oscar_canon.max_pages);
+    if (have < end_page) {
+        uint64_t want = have ? have * 2 : DUMP_FIRST_PAGES;
+        while (want < end_page)
+            want *= 2;
+        want = (want + oscar_canon.span_pages - 1) / oscar_canon.span_pages * oscar_canon.span_pages;
+        if (want > max)
+            want = max;
+        os_dump((void *)(oscar_canon.window + (have << OSCAR_PAGE_SHIFT)),
+                (want - have) << OSCAR_PAGE_SHIFT, true);
+        atomic_store_explicit(&dump_pages, want, memory_order_release);
+    }
+    oscar_lock_release(&empty_pool.lock);
+}
+
 /* A span nobody uses: from the empty pool, else never used before; NULL when exhausted. */
 static struct span *take_unused_span(void) {
     struct span *s = NULL;
@@ -196,6 +223,7 @@ static struct span *take_unused_span(void) {
         if (id >= atomic_load(&oscar_canon.max_pages) / oscar_canon.span_pages)
             return NULL;
         s = &oscar_canon.spans[id];
+        dump_cover((id + 1) * oscar_canon.span_pages);
     }
     stats_gauge_add(STAT_CANONICAL_BYTES, STAT_PEAK_CANONICAL_BYTES,
                     (int64_t)oscar_canon.span_pages * (int64_t)OSCAR_PAGE);
@@ -596,6 +624,10 @@ int canon_fork_child(void) {
     oscar_canon.fd_ino = copy.ino;
     copy.map = 0;
     copy.fd = -1;
+    /* The copy was mapped left out of core dumps whole: the used part is dumpable again. */
+    uint64_t dump = atomic_load(&dump_pages);
+    if (dump)
+        os_dump((void *)oscar_canon.window, dump << OSCAR_PAGE_SHIFT, true);
     return 0;
 }
 

@@ -47,6 +47,27 @@ static void *mmap_raw(void *addr, size_t len, int prot, int flags, int fd, uint6
     return *err ? NULL : (void *)r;
 }
 
+/* Core dumps (issue 20, item 8): the kernel dumps a shared memfd mapping and a written private
+ * one whole, holes included, so the canonical window (the whole heap's size) and the large
+ * metadata tables made a 10 MiB program's core 100 GiB. Those are marked MADV_DONTDUMP; what
+ * the program's pointers reach stays dumpable: a mapping made with mmap (MAP_FIXED shadows,
+ * large objects, protect mode's pages) is dumpable anyway, and a shadow aliased from the
+ * window (mremap) inherits the flag of the window's part it comes from, which canon.c makes
+ * dumpable (os_dump) as the heap grows into it. Reservations (PROT_NONE, never written) are
+ * not dumped by the kernel at all, and marking them would cost a system call per revocation:
+ * a PROT_NONE mmap over a marked reservation would no longer merge with it. Errors are
+ * ignored (the dump is only larger or smaller). */
+static int advise_dump(void *addr, size_t len, bool dump) {
+    os_count(OS_CALL_MADVISE);
+    return err_of(sys6(SYS_madvise, (long)addr, (long)len, dump ? MADV_DODUMP : MADV_DONTDUMP,
+                       0, 0, 0));
+}
+
+int os_dump(void *addr, size_t len, bool dump) { return advise_dump(addr, len, dump); }
+/* Metadata mappings from this size up are left out of core dumps; smaller ones (a report's
+ * own stack, a thread's registry entry) stay, for a debugger of Oscar itself. */
+#define META_NO_DUMP_MIN (1UL << 20)
+
 void *os_reserve(size_t len, int *err) {
     return mmap_raw(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0,
                     err);
@@ -96,8 +117,11 @@ bool os_meta_range(size_t i, uintptr_t *lo, uintptr_t *hi) {
 void *os_alloc_meta(size_t len, int *err) {
     void *p = mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, err);
-    if (p)
+    if (p) {
         meta_record((uintptr_t)p, (uintptr_t)p + len);
+        if (len >= META_NO_DUMP_MIN)
+            advise_dump(p, len, false);
+    }
     return p;
 }
 
@@ -559,8 +583,11 @@ int os_fd_move_high(int fd, int min) {
 }
 
 void *os_map_window(size_t len, int fd, int *err) {
-    return mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_NORESERVE | (fd < 0 ? MAP_ANONYMOUS : 0), fd, 0, err);
+    void *p = mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_NORESERVE | (fd < 0 ? MAP_ANONYMOUS : 0), fd, 0, err);
+    if (p)
+        advise_dump(p, len, false); /* (canon.c makes its used part dumpable) */
+    return p;
 }
 
 int os_alias(void *src, size_t len, void *dst, int want_populate) {

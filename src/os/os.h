@@ -145,6 +145,9 @@ int os_fd_move_high(int fd, int min);
 /* Kernel-placed shared read-write NORESERVE mapping of [0, len) of fd; fd < 0: of a new
  * anonymous shared object (no descriptor, no file size limit). */
 void *os_map_window(size_t len, int fd, int *err);
+/* Core dumps: include [addr, addr+len) (MADV_DODUMP) or leave it out (MADV_DONTDUMP). The
+ * window is mapped left out; os_alloc_meta leaves out mappings of 1 MiB and more. */
+int os_dump(void *addr, size_t len, bool dump);
 /* Map the pages of the shared mapping at [src, src + len) a second time at dst, replacing
  * what is there (inside our reservation), prefaulted for writing when asked. */
 int os_alias(void *src, size_t len, void *dst, int populate);
