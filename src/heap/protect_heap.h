@@ -110,9 +110,10 @@ size_t ph_usable_size(void *p, int caller);
 void ph_release_slots(size_t page, const uint64_t *bits, unsigned nwords);
 /* Release a large object whose head is page (state CAND): its run becomes free. */
 void ph_release_large(size_t page);
-/* Quarantine accounting after a mark: bytes released, bytes still referenced. */
+/* Quarantine accounting after a mark: bytes released, bytes still referenced; mark_ns, how
+ * long the mark took (stop and release: the next one is paced by it). */
 void ph_after_mark(uint64_t released_bytes, uint64_t held_bytes, uint64_t released_objects,
-                   uint64_t held_objects);
+                   uint64_t held_objects, uint64_t mark_ns);
 /* Fold every thread's counters into stats (at exit and before a mark's figures). */
 void ph_fold_all(void);
 /* fork: take every heap lock / release them in the parent / in the child. */

@@ -646,7 +646,8 @@ static void mark_body_locked(const uintptr_t *saved) {
     }
     struct tally t = {0, 0, 0, 0};
     release_heap(used, &t, true);
-    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects);
+    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects,
+                  os_monotonic_ns() - t0);
 }
 
 void mark_init(void) {
