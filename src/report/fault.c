@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
@@ -60,6 +61,16 @@ static void set_default(int sig) {
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     __sigaction(sig, &dfl, NULL);
+}
+
+void fault_die(int sig) {
+    set_default(sig);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    os_sigprocmask(SIG_UNBLOCK, &one, NULL);
+    os_tgkill(os_getpid(), os_gettid(), sig);
+    _exit(128 + sig); /* (not reached) */
 }
 
 void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc) {

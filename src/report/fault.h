@@ -20,4 +20,7 @@ void fault_set_recover_hook(void (*hook)(void));
 /* Faults at addresses outside the region that a higher layer owns (heap/sample.c) are
  * reported as the region's are: claims(addr) says which. */
 void fault_set_claim_hook(bool (*claims)(uintptr_t addr));
+/* Die by sig with its default action, as a fault Oscar reported does (after a report made
+ * outside the fault handler: a system call's buffer, export/export_io.c). */
+__attribute__((noreturn)) void fault_die(int sig);
 #endif
