@@ -64,9 +64,9 @@
  *   option_id (base/options.h), stat_id (base/stats.h), msg_id (base/messages.h),
  *   os_call_kind (os/os.h),
  *   region, region_hooks, page_kind (mem/region.h), span, span_state, canon (mem/canon.h),
- *   page_view (mem/mapview.h), object_info, object_state, report_caller (report/report.h),
- *   obj_record (report/stack.h), dwarf_frame (report/dwarf.h), module, unwind_regs
- *   (report/unwind.h), thread_cache, thread_state, class_cache, retire_queue
+ *   page_view (mem/mapview.h), object_info, object_state, report_caller, alloc_kind
+ *   (report/report.h), obj_record (report/stack.h), dwarf_frame (report/dwarf.h), module,
+ *   unwind_regs (report/unwind.h), thread_cache, thread_state, class_cache, retire_queue
  *   (heap/thread.h), keep_claim (heap/keep.h), ph_heap, ph_page, ph_meta, ph_kind, ph_slot,
  *   ph_own, ph_caller (heap/protect_heap.h), world_thread (scan/world.h), root_kind,
  *   root_range (scan/roots.h), maps_line (scan/maps.h).

@@ -29,11 +29,13 @@ static new_handler_fn current_handler(void) {
     return _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : 0;
 }
 
-static void *new_impl(size_t size, size_t align, bool nothrow) {
+static void *new_impl(size_t size, size_t align, bool nothrow, enum alloc_kind kind) {
     for (;;) {
         void *p = align ? alloc_aligned(size, align) : alloc_malloc(size);
-        if (p)
+        if (p) {
+            alloc_note_kind(p, kind);
             return p;
+        }
         new_handler_fn h = current_handler();
         if (!h) {
             if (nothrow)
@@ -44,43 +46,43 @@ static void *new_impl(size_t size, size_t align, bool nothrow) {
     }
 }
 
-static void delete_impl(void *p) { alloc_free(p, CALL_FREE); }
-
+/* new: operator new, new[]: operator new [] (the a in _Zna*); d: sized (with its size n),
+ * al: alignment (0: none). */
+#define N KIND_NEW
+#define A KIND_NEW_ARRAY
 #define E __attribute__((visibility("default")))
 typedef struct nothrow_t nothrow_t;
 
-E void *_Znwm(size_t n) { return new_impl(n, 0, false); }
-E void *_Znam(size_t n) { return new_impl(n, 0, false); }
-E void *_ZnwmRKSt9nothrow_t(size_t n, const nothrow_t *t) { (void)t; return new_impl(n, 0, true); }
-E void *_ZnamRKSt9nothrow_t(size_t n, const nothrow_t *t) { (void)t; return new_impl(n, 0, true); }
-E void *_ZnwmSt11align_val_t(size_t n, size_t a) { return new_impl(n, a, false); }
-E void *_ZnamSt11align_val_t(size_t n, size_t a) { return new_impl(n, a, false); }
+E void *_Znwm(size_t n) { return new_impl(n, 0, false, N); }
+E void *_Znam(size_t n) { return new_impl(n, 0, false, A); }
+E void *_ZnwmRKSt9nothrow_t(size_t n, const nothrow_t *t) { (void)t; return new_impl(n, 0, true, N); }
+E void *_ZnamRKSt9nothrow_t(size_t n, const nothrow_t *t) { (void)t; return new_impl(n, 0, true, A); }
+E void *_ZnwmSt11align_val_t(size_t n, size_t a) { return new_impl(n, a, false, N); }
+E void *_ZnamSt11align_val_t(size_t n, size_t a) { return new_impl(n, a, false, A); }
 E void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) {
     (void)t;
-    return new_impl(n, a, true);
+    return new_impl(n, a, true, N);
 }
 E void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) {
     (void)t;
-    return new_impl(n, a, true);
+    return new_impl(n, a, true, A);
 }
 
-E void _ZdlPv(void *p) { delete_impl(p); }
-E void _ZdaPv(void *p) { delete_impl(p); }
-E void _ZdlPvm(void *p, size_t n) { (void)n; delete_impl(p); }
-E void _ZdaPvm(void *p, size_t n) { (void)n; delete_impl(p); }
-E void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; delete_impl(p); }
-E void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; delete_impl(p); }
-E void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; delete_impl(p); }
-E void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; delete_impl(p); }
-E void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; delete_impl(p); }
-E void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; delete_impl(p); }
+E void _ZdlPv(void *p) { alloc_delete(p, N, false, 0, 0); }
+E void _ZdaPv(void *p) { alloc_delete(p, A, false, 0, 0); }
+E void _ZdlPvm(void *p, size_t n) { alloc_delete(p, N, true, n, 0); }
+E void _ZdaPvm(void *p, size_t n) { alloc_delete(p, A, true, n, 0); }
+E void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; alloc_delete(p, N, false, 0, 0); }
+E void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; alloc_delete(p, A, false, 0, 0); }
+E void _ZdlPvSt11align_val_t(void *p, size_t a) { alloc_delete(p, N, false, 0, a); }
+E void _ZdaPvSt11align_val_t(void *p, size_t a) { alloc_delete(p, A, false, 0, a); }
+E void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { alloc_delete(p, N, true, n, a); }
+E void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { alloc_delete(p, A, true, n, a); }
 E void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) {
-    (void)a;
     (void)t;
-    delete_impl(p);
+    alloc_delete(p, N, false, 0, a);
 }
 E void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) {
-    (void)a;
     (void)t;
-    delete_impl(p);
+    alloc_delete(p, A, false, 0, a);
 }

@@ -5,6 +5,7 @@
 #include "mem/canon.h"
 #include "report/fault.h"
 #include "heap/keep.h"
+#include "heap/kinds.h"
 #include "heap/large.h"
 #include "mem/maplimit.h"
 #include "heap/object.h"
@@ -28,6 +29,8 @@
 extern char **environ;
 
 static oscar_lock init_lock = OSCAR_LOCK_INIT(INIT);
+/* OSCAR_ALLOC_DEALLOC_MISMATCH, OSCAR_NEW_DELETE_TYPE_MISMATCH (strict and fast modes). */
+static bool check_kind, check_size;
 
 /* Runs on the first allocation of the process (often inside ld.so or libc start-up), so it
  * uses only system calls: nothing here may call malloc. */
@@ -59,6 +62,10 @@ void oscar_init(void) {
     packed_init();
     if ((err = canon_init()) != 0)
         report_fatal("cannot create the canonical heap (memfd)", err);
+    if (kinds_init() == 0) { /* (else no mismatch is reported: not worth stopping for) */
+        check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;
+        check_size = options_int(OPT_NEW_DELETE_TYPE_MISMATCH) != 0;
+    }
     if ((err = deferred_init()) != 0)
         report_fatal("cannot reserve the list of deferred revocations", err);
     if ((err = thread_init()) != 0)
@@ -211,17 +218,49 @@ static uint64_t live_entry_or_report(uintptr_t a, enum report_caller who) {
     report_bad_pointer(a, object_describe(a), who);
 }
 
-void alloc_free(void *p, enum report_caller who) {
-    if (protect_on()) {
-        protect_free(p, who);
-        return;
+/* Who allocated the live object at a (entry e), checked against the deallocation `as` (and a
+ * sized delete's size), then forgotten: the object is being freed. */
+static void check_and_forget_kind(uintptr_t a, uint64_t e, enum report_caller who,
+                                  enum alloc_kind as, bool sized, size_t size, size_t align) {
+    enum alloc_kind k = check_kind ? kinds_get(a, e) : as;
+    if (k != as)
+        report_kind_mismatch(a, object_describe(a), k, as, who);
+    if (sized && check_size) {
+        size_t want = 0;
+        bool exact = true, bad = false;
+        switch (entry_kind(e)) {
+        case PK_SMALL:
+            want = entry_small_size(e);
+            bad = size != want;
+            break;
+        case PK_LARGE:
+            want = entry_payload(e);
+            bad = size != want;
+            break;
+        case PK_PACKED: /* (no requested size is kept: its class must fit) */
+            want = class_size[entry_class(e)];
+            exact = false;
+            bad = size > want || (!align && size_class_of(size) != entry_class(e));
+            break;
+        default:
+            break;
+        }
+        if (bad)
+            report_size_mismatch(a, object_describe(a), want, size, exact);
     }
-    if (!p)
-        return;
+    if (check_kind && k != KIND_MALLOC)
+        kinds_take(a, e);
+}
+
+static void free_as(void *p, enum report_caller who, enum alloc_kind as, bool sized, size_t size,
+                    size_t align) {
     uintptr_t a = (uintptr_t)p;
     for (;;) {
         uint64_t e = live_entry_or_report(a, who);
         enum page_kind k = entry_kind(e);
+        if ((as != KIND_MALLOC && check_kind) || (sized && check_size) ||
+            atomic_load_explicit(&kinds_used, memory_order_relaxed))
+            check_and_forget_kind(a, e, who, as, sized, size, align);
         if (stack_depth && k != PK_PACKED)
             stack_note_free(a & ~(OSCAR_PAGE - 1));
         bool done = k == PK_SMALL    ? small_free(a, e)
@@ -234,6 +273,33 @@ void alloc_free(void *p, enum report_caller who) {
         /* The entry changed under us: another thread freed it too; look again. */
     }
     count_free();
+}
+
+void alloc_free(void *p, enum report_caller who) {
+    if (protect_on()) {
+        protect_free(p, who);
+        return;
+    }
+    if (!p)
+        return;
+    free_as(p, who, KIND_MALLOC, false, 0, 0);
+}
+
+void alloc_delete(void *p, enum alloc_kind kind, bool sized, size_t size, size_t align) {
+    if (protect_on()) {
+        protect_free(p, CALL_FREE); /* (protect mode records no kinds: docs/reports.md) */
+        return;
+    }
+    if (!p)
+        return;
+    free_as(p, CALL_FREE, kind, sized, size, align);
+}
+
+void alloc_note_kind(void *p, enum alloc_kind kind) {
+    if (!p || !check_kind || protect_on())
+        return;
+    uintptr_t a = (uintptr_t)p;
+    kinds_set(a, region_load(a & ~(OSCAR_PAGE - 1)), kind);
 }
 
 int alloc_trim(void) {
@@ -280,6 +346,8 @@ void *alloc_realloc(void *p, size_t size) {
         return alloc_malloc(size);
     uintptr_t a = (uintptr_t)p;
     uint64_t e = live_entry_or_report(a, CALL_REALLOC);
+    if (atomic_load_explicit(&kinds_used, memory_order_relaxed))
+        check_and_forget_kind(a, e, CALL_REALLOC, KIND_MALLOC, false, 0, 0);
     struct thread_cache *tc = oscar_tc;
     if (tc->state == TS_LIVE)
         tc->n_realloc++;

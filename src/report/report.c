@@ -199,6 +199,59 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
     abort();
 }
 
+static const char *alloc_name[] = {"malloc", "operator new", "operator new []"};
+static const char *dealloc_name[] = {"free", "operator delete", "operator delete []"};
+
+/* The end of a mismatch report: where, both stacks, how to turn the check off. */
+static __attribute__((noreturn)) void mismatch_end(struct fmt *f, int fd, uintptr_t addr,
+                                                   const struct object_info *o,
+                                                   const char *freed_by, const char *setting) {
+    describe_location(f, addr, o);
+    fmt_str(f, "the region is allocated; it was passed to ");
+    fmt_str(f, freed_by);
+    fmt_char(f, '\n');
+    print_current(f, fd, "deallocated");
+    print_history(f, fd, o);
+    fmt_str(f, "(");
+    fmt_str(f, setting);
+    fmt_str(f, "=0 turns this check off)\n");
+    fmt_flush(f, fd);
+    abort();
+}
+
+void report_kind_mismatch(uintptr_t addr, struct object_info o, enum alloc_kind allocated,
+                          enum alloc_kind freed_as, enum report_caller who) {
+    char buf[1024];
+    struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
+    msg_start(&f, MSG_ALLOC_DEALLOC_MISMATCH);
+    fmt_str(&f, alloc_name[allocated]);
+    fmt_str(&f, " vs ");
+    fmt_str(&f, dealloc_name[freed_as]);
+    fmt_str(&f, ") on ");
+    fmt_hex(&f, addr);
+    fmt_char(&f, '\n');
+    mismatch_end(&f, fd, addr, &o, who == CALL_REALLOC ? "realloc" : dealloc_name[freed_as],
+                 "OSCAR_ALLOC_DEALLOC_MISMATCH");
+}
+
+void report_size_mismatch(uintptr_t addr, struct object_info o, size_t allocated, size_t size,
+                          bool exact) {
+    char buf[1024];
+    struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
+    msg_start(&f, MSG_NEW_DELETE_TYPE_MISMATCH);
+    fmt_hex(&f, addr);
+    fmt_str(&f, "\nobject passed to delete has wrong type:\n  size of the allocated type:   ");
+    if (!exact)
+        fmt_str(&f, "at most ");
+    fmt_u64(&f, allocated);
+    fmt_str(&f, " bytes;\n  size of the deallocated type: ");
+    fmt_u64(&f, size);
+    fmt_str(&f, " bytes.\n");
+    mismatch_end(&f, fd, addr, &o, "a sized operator delete", "OSCAR_NEW_DELETE_TYPE_MISMATCH");
+}
+
 bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
     struct object_info o = report_describe(addr);
     if (o.state != OBJ_FREED && o.state != OBJ_NEVER && o.state != OBJ_POISON &&

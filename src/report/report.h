@@ -32,6 +32,19 @@ enum report_caller { CALL_FREE, CALL_REALLOC, CALL_USABLE_SIZE };
  * interior pointer, never allocated, not ours. Prints and aborts. */
 __attribute__((noreturn)) void report_bad_pointer(uintptr_t addr, struct object_info o,
                                                   enum report_caller who);
+/* The families of allocation and deallocation (alloc-dealloc-mismatch): malloc and free
+ * (and every other C function), operator new and delete, operator new[] and delete[]. */
+enum alloc_kind { KIND_MALLOC = 0, KIND_NEW = 1, KIND_NEW_ARRAY = 2 };
+/* The live object o (at addr) allocated by `allocated` is freed by the deallocation of
+ * another family (alloc-dealloc-mismatch), or by a sized delete of `size` bytes that are not
+ * the object's `allocated` (new-delete-type-mismatch; not exact: only the size of its class
+ * is known, fast mode's shared pages). Print both stacks and abort. */
+__attribute__((noreturn)) void report_kind_mismatch(uintptr_t addr, struct object_info o,
+                                                    enum alloc_kind allocated,
+                                                    enum alloc_kind freed_as,
+                                                    enum report_caller who);
+__attribute__((noreturn)) void report_size_mismatch(uintptr_t addr, struct object_info o,
+                                                    size_t allocated, size_t size, bool exact);
 /* A fault in the shadow region (from the SIGSEGV handler). Prints; the caller then lets
  * the fault kill the program. Returns false if the fault is not one of ours. */
 bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp);

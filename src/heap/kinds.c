@@ -1,0 +1,87 @@
+/* kinds: see kinds.h. */
+#include "heap/kinds.h"
+#include "mem/canon.h"
+#include "mem/region.h"
+#include "base/size_class.h"
+#include "os/os.h"
+
+#define SLOTS_PER_PAGE 256 /* (the free-slot bitmap's width: canon.h) */
+#define PER_WORD 32        /* two bits per object */
+
+_Atomic bool kinds_used;
+static _Atomic uint64_t *small_kinds; /* by canonical page * 256 + slot */
+static _Atomic uint64_t *large_kinds; /* by region page */
+static uint64_t small_n, large_n;     /* objects each table covers */
+
+int kinds_init(void) {
+    int err = 0;
+    small_n = atomic_load(&oscar_canon.max_pages) * SLOTS_PER_PAGE;
+    large_n = (oscar_region.end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
+    small_kinds = os_alloc_meta((small_n / PER_WORD + 1) * sizeof(uint64_t), &err);
+    if (small_kinds)
+        large_kinds = os_alloc_meta((large_n / PER_WORD + 1) * sizeof(uint64_t), &err);
+    if (!large_kinds)
+        small_kinds = NULL;
+    return small_kinds ? 0 : err;
+}
+
+/* The word and shift of the object at a; NULL when it has none. */
+static _Atomic uint64_t *word_of(uintptr_t a, uint64_t e, unsigned *shift) {
+    uint64_t i;
+    _Atomic uint64_t *table;
+    switch (entry_kind(e)) {
+    case PK_SMALL:
+        i = entry_canon(e) * SLOTS_PER_PAGE + entry_slot(e);
+        table = small_kinds;
+        if (i >= small_n)
+            return NULL;
+        break;
+    case PK_PACKED:
+        i = entry_canon(e) * SLOTS_PER_PAGE + class_slot_at(a & (OSCAR_PAGE - 1), entry_class(e));
+        table = small_kinds;
+        if (i >= small_n)
+            return NULL;
+        break;
+    case PK_LARGE:
+        i = region_page_index(a);
+        table = large_kinds;
+        if (i >= large_n)
+            return NULL;
+        break;
+    default:
+        return NULL;
+    }
+    if (!table)
+        return NULL;
+    *shift = (unsigned)(i % PER_WORD) * 2;
+    return &table[i / PER_WORD];
+}
+
+void kinds_set(uintptr_t a, uint64_t e, enum alloc_kind kind) {
+    unsigned shift;
+    _Atomic uint64_t *w = word_of(a, e, &shift);
+    if (!w || kind == KIND_MALLOC)
+        return;
+    if (!atomic_load_explicit(&kinds_used, memory_order_relaxed))
+        atomic_store_explicit(&kinds_used, true, memory_order_relaxed);
+    atomic_fetch_or_explicit(w, (uint64_t)kind << shift, memory_order_relaxed);
+}
+
+enum alloc_kind kinds_get(uintptr_t a, uint64_t e) {
+    unsigned shift;
+    _Atomic uint64_t *w = word_of(a, e, &shift);
+    if (!w)
+        return KIND_MALLOC;
+    return (enum alloc_kind)(atomic_load_explicit(w, memory_order_relaxed) >> shift & 3);
+}
+
+enum alloc_kind kinds_take(uintptr_t a, uint64_t e) {
+    unsigned shift;
+    _Atomic uint64_t *w = word_of(a, e, &shift);
+    if (!w)
+        return KIND_MALLOC;
+    enum alloc_kind k = (enum alloc_kind)(atomic_load_explicit(w, memory_order_relaxed) >> shift & 3);
+    if (k != KIND_MALLOC)
+        atomic_fetch_and_explicit(w, ~((uint64_t)3 << shift), memory_order_relaxed);
+    return k;
+}
