@@ -7,6 +7,7 @@
 #include "base/stats.h"
 #include "heap/protect_heap.h"
 #include "heap/sample.h"
+#include "modes/foreign.h"
 #include "report/fault.h"
 #include "scan/mark.h"
 #include "scan/world.h"
@@ -115,10 +116,20 @@ void *protect_calloc(size_t size) {
     return or_enomem(ph_calloc(size));
 }
 void *protect_aligned(size_t size, size_t align) { return or_enomem(ph_aligned(size, align)); }
+/* Not in the heap: a sampled object, or glibc's (modes/foreign.h), or a bad pointer. */
+static bool outside_heap(const void *p) { return p && !ph_contains((uintptr_t)p); }
+
 void protect_free(void *p, enum report_caller who) {
-    if (unlikely(sample_owns(p))) {
-        sample_free(p, (int)who);
-        return;
+    if (unlikely(outside_heap(p))) {
+        size_t usable;
+        if (sample_owns(p)) {
+            sample_free(p, (int)who);
+            return;
+        }
+        if (foreign_is_libcs(p, &usable)) {
+            foreign_free(p);
+            return;
+        }
     }
     if (p && unlikely(ph_free(p, (int)who)))
         mark_run(); /* (here, not deeper: the frames above the mark are roots) */
@@ -126,17 +137,18 @@ void protect_free(void *p, enum report_caller who) {
 void *protect_realloc(void *p, size_t size) {
     if (!p)
         return protect_malloc(size);
-    if (unlikely(sample_owns(p))) { /* (never grown in place: a new object, then free) */
-        size_t old = sample_usable_size(p, CALL_REALLOC);
-        if (!size) {
-            sample_free(p, CALL_REALLOC);
-            return NULL;
-        }
-        void *q = protect_malloc(size);
-        if (q) {
+    size_t old;
+    bool sampled = false;
+    if (unlikely(outside_heap(p)) &&
+        ((sampled = sample_owns(p)) || foreign_is_libcs(p, &old))) {
+        /* A sampled object or glibc's: never grown in place, a new object, then free. */
+        if (sampled)
+            old = sample_usable_size(p, CALL_REALLOC);
+        void *q = size ? protect_malloc(size) : NULL;
+        if (q)
             memcpy(q, p, old < size ? old : size);
-            sample_free(p, CALL_REALLOC);
-        }
+        if (q || !size)
+            protect_free(p, CALL_REALLOC);
         return q;
     }
     void *q = ph_realloc(p, size);
@@ -145,7 +157,12 @@ void *protect_realloc(void *p, size_t size) {
     return q;
 }
 size_t protect_usable_size(void *p) {
-    if (unlikely(sample_owns(p)))
-        return sample_usable_size(p, CALL_USABLE_SIZE);
+    size_t usable;
+    if (unlikely(outside_heap(p))) {
+        if (sample_owns(p))
+            return sample_usable_size(p, CALL_USABLE_SIZE);
+        if (foreign_is_libcs(p, &usable))
+            return usable;
+    }
     return p ? ph_usable_size(p, CALL_USABLE_SIZE) : 0;
 }
