@@ -6,7 +6,7 @@ import pytest
 
 from conftest import assert_same_output
 
-MODES = ["protect"]
+MODES = ["strict", "fast", "protect"]
 
 
 @pytest.mark.parametrize("mode", MODES)

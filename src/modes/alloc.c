@@ -9,6 +9,7 @@
 #include "heap/large.h"
 #include "mem/maplimit.h"
 #include "heap/object.h"
+#include "modes/foreign.h"
 #include "base/options.h"
 #include "os/os.h"
 #include "heap/packed.h"
@@ -252,9 +253,19 @@ static void check_and_forget_kind(uintptr_t a, uint64_t e, enum report_caller wh
         kinds_take(a, e);
 }
 
+/* Not Oscar's but glibc's own (modes/foreign.h): *usable is its room. */
+static bool libcs(uintptr_t a, size_t *usable) {
+    return unlikely(!region_contains(a)) && foreign_is_libcs((const void *)a, usable);
+}
+
 static void free_as(void *p, enum report_caller who, enum alloc_kind as, bool sized, size_t size,
                     size_t align) {
     uintptr_t a = (uintptr_t)p;
+    size_t usable;
+    if (libcs(a, &usable)) {
+        foreign_free(p);
+        return;
+    }
     for (;;) {
         uint64_t e = live_entry_or_report(a, who);
         enum page_kind k = entry_kind(e);
@@ -345,6 +356,15 @@ void *alloc_realloc(void *p, size_t size) {
     if (!p)
         return alloc_malloc(size);
     uintptr_t a = (uintptr_t)p;
+    size_t room;
+    if (libcs(a, &room)) { /* glibc's: moved to Oscar, then given back to glibc */
+        void *q = size ? alloc_malloc(size) : NULL;
+        if (q)
+            memcpy(q, p, room < size ? room : size);
+        if (q || !size)
+            foreign_free(p);
+        return q;
+    }
     uint64_t e = live_entry_or_report(a, CALL_REALLOC);
     if (atomic_load_explicit(&kinds_used, memory_order_relaxed))
         check_and_forget_kind(a, e, CALL_REALLOC, KIND_MALLOC, false, 0, 0);
@@ -413,5 +433,8 @@ size_t alloc_usable_size(void *p) {
         return protect_usable_size(p);
     if (!p)
         return 0;
+    size_t room;
+    if (libcs((uintptr_t)p, &room))
+        return room;
     return usable_of(live_entry_or_report((uintptr_t)p, CALL_USABLE_SIZE));
 }
