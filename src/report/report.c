@@ -252,6 +252,27 @@ void report_size_mismatch(uintptr_t addr, struct object_info o, size_t allocated
     mismatch_end(&f, fd, addr, &o, "a sized operator delete", "OSCAR_NEW_DELETE_TYPE_MISMATCH");
 }
 
+/* An address where nothing was allocated, within a page below the start (left) or above the
+ * end (right) of an object: *near is that object. */
+static bool beside_object(uintptr_t addr, struct object_info *near, bool *left) {
+    uintptr_t above = (addr | (OSCAR_PAGE - 1)) + 1, below = (addr & ~(OSCAR_PAGE - 1)) - 1;
+    struct object_info o = report_describe(above);
+    if ((o.state == OBJ_LIVE || o.state == OBJ_FREED) && o.start > addr &&
+        o.start - addr <= OSCAR_PAGE) {
+        *near = o;
+        *left = true;
+        return true;
+    }
+    o = report_describe(below);
+    if ((o.state == OBJ_LIVE || o.state == OBJ_FREED) && o.start + o.size <= addr &&
+        addr - (o.start + o.size) < OSCAR_PAGE) {
+        *near = o;
+        *left = false;
+        return true;
+    }
+    return false;
+}
+
 bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
     struct object_info o = report_describe(addr);
     if (o.state != OBJ_FREED && o.state != OBJ_NEVER && o.state != OBJ_POISON &&
@@ -260,10 +281,25 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     char buf[1024];
     struct fmt f = FMT_INIT(buf);
     int fd = report_fd();
-    msg_start(&f, o.state != OBJ_NEVER ? MSG_USE_AFTER_FREE : MSG_WILD_ACCESS);
+    struct object_info near;
+    bool left = false, beside = o.state == OBJ_NEVER && beside_object(addr, &near, &left);
+    msg_start(&f, beside                 ? MSG_HEAP_BUFFER_OVERFLOW
+                  : o.state != OBJ_NEVER ? MSG_USE_AFTER_FREE
+                                         : MSG_WILD_ACCESS);
     fmt_hex(&f, addr);
     fmt_str(&f, write ? " (WRITE)\n" : " (READ)\n");
-    if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_VIEW) {
+    if (beside) { /* (AddressSanitizer's words) */
+        fmt_hex(&f, addr);
+        fmt_str(&f, " is located ");
+        fmt_u64(&f, left ? near.start - addr : addr - (near.start + near.size));
+        fmt_str(&f, left ? " bytes to the left of " : " bytes to the right of ");
+        fmt_u64(&f, near.size);
+        fmt_str(&f, "-byte region [");
+        fmt_hex(&f, near.start);
+        fmt_char(&f, ',');
+        fmt_hex(&f, near.start + near.size);
+        fmt_str(&f, near.state == OBJ_LIVE ? ")\n" : "), which was freed\n");
+    } else if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_VIEW) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region is a custom-allocator view of ");
         fmt_hex(&f, view_origin_hook ? view_origin_hook(o.start) : 0);
@@ -296,6 +332,8 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     print_frames_at(&f, fd, pcs, stack_walk(pc, fp, sp, pcs, STACK_MAX_FRAMES), pc != 0);
     if (o.state == OBJ_FREED)
         print_history(&f, fd, &o);
+    else if (beside)
+        print_history(&f, fd, &near);
     in_handler = false;
     fmt_flush(&f, fd);
     return true;
