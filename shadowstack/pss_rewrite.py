@@ -7,8 +7,8 @@ call (`jmp SYMBOL`) first compares the return address with its copy and calls
 __oscar_pss_fail on a mismatch (check mode, the default), or writes the copy back over it
 (overwrite mode, the dissertation's figures 2.9 and 2.10).
 
-Addressing (offset): "gs" (the default) addresses the copy as %gs:(%rsp): the runtime sets the
-GS segment base to OFFSET once per process (WRGSBASE; threads and fork children inherit it), so
+Addressing (offset): "gs" (the default) addresses the copy as %gs:-0x80(%rsp): the runtime sets
+the GS segment base to OFFSET + 0x80 once per process (WRGSBASE; threads and fork children inherit it), so
 no instruction loads the offset ("gs-random": the same code, and a marker that makes the runtime
 draw OFFSET per process). An integer N is the older scheme: `movabsq $N, %r11` before each
 access, (%rsp,%r11); "random": N loaded from the runtime's read-only page through the GOT.
@@ -30,10 +30,15 @@ Usage as a library: rewrite(text, mode, offset) -> text. As a program:
 import re
 import sys
 
-DEFAULT_OFFSET = -0x21f3b5c7000  # about -2.12 TiB; must match PSS_FIXED_OFFSET in runtime.c
+# About -2.12 TiB; must match PSS_FIXED_OFFSET in runtime.c. Not a page multiple: the copy and
+# the return address differ in bits 0-11 (see PSS_SKEW in runtime.c).
+DEFAULT_OFFSET = -0x21f3b5c7080
 MARKER = "# oscar-pss: instrumented"
-ABI_SYMBOL = "__oscar_pss_abi_%x" % -DEFAULT_OFFSET  # defined by runtime.c
+ABI_SYMBOL = "__oscar_pss_abi_21f3b5c7000"  # defined by runtime.c: shadows mapped at that offset
 ABI_SYMBOL_GS = "__oscar_pss_abi_gs"  # code addressing the copy through the GS base
+# The copy with the GS base (= the offset + 0x80, runtime.c's PSS_SKEW). Not %gs:(%rsp): the CPU
+# took that for the same stack slot as the return address (%rsp) and stalled check mode's cmp.
+GS_SLOT = "%gs:-0x80(%rsp)"
 
 _TYPE_FN = re.compile(r'^\s*\.type\s+("?)([^",\s]+)\1\s*,\s*[@%]function\b')
 _LABEL = re.compile(r'^("?)([^\s":#]+)\1:\s*(?:#.*)?$')
@@ -76,7 +81,7 @@ def _gs(offset):
 
 def _prologue(offset, pic, use_r10):
     if _gs(offset):
-        return ["\tmovq\t(%rsp), %r11", "\tmovq\t%r11, %gs:(%rsp)"]
+        return ["\tmovq\t(%rsp), %r11", "\tmovq\t%r11, " + GS_SLOT]
     load = _load_offset(offset, pic)
     if use_r10:
         return (["\tmovq\t(%rsp), %r10"] + load + ["\tmovq\t%r10, (%rsp,%r11)"])
@@ -89,8 +94,8 @@ def _prologue(offset, pic, use_r10):
 def _epilogue(mode, offset, pic, fail_label):
     if _gs(offset):
         if mode == "overwrite":
-            return ["\tmovq\t%gs:(%rsp), %r11", "\tmovq\t%r11, (%rsp)"]
-        return ["\tmovq\t%gs:(%rsp), %r11", "\tcmpq\t%r11, (%rsp)", "\tjne\t" + fail_label]
+            return ["\tmovq\t%s, %%r11" % GS_SLOT, "\tmovq\t%r11, (%rsp)"]
+        return ["\tmovq\t%s, %%r11" % GS_SLOT, "\tcmpq\t%r11, (%rsp)", "\tjne\t" + fail_label]
     load = _load_offset(offset, pic)
     if mode == "overwrite":
         return load + ["\tmovq\t(%rsp,%r11), %r11", "\tmovq\t%r11, (%rsp)"]

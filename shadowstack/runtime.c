@@ -36,7 +36,18 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-#define PSS_FIXED_OFFSET (-0x21f3b5c7000L) /* about -2.12 TiB: the rewriter's DEFAULT_OFFSET */
+#define PSS_FIXED_OFFSET (-0x21f3b5c7080L) /* about -2.12 TiB: the rewriter's DEFAULT_OFFSET */
+/* Offsets are a whole number of pages minus PSS_SKEW, and code built with the GS base (a page
+ * multiple: the offset + PSS_SKEW) addresses the copy as %gs:-0x80(%rsp). With %gs:(%rsp), the
+ * entry's store to the copy and the return's load of the return address, (%rsp), looked like the
+ * same stack slot to this machine's CPU (AMD Zen; its stack-slot tracking apparently goes by
+ * base register and displacement, not by segment): check mode's `cmp` stalled (Lua's
+ * strings.lua +72%; +75% still with a skewed base and displacement 0; +8% with -0x80). The
+ * skew also keeps bits 0-11 of the copy's address apart from the return address's (Intel's
+ * "4K aliasing"). The shadow of [lo, hi) is mapped at [lo, hi) + the offset rounded up to a
+ * page: the copies of the lowest PSS_SKEW bytes of a stack fall into the guard page below (a
+ * frame that low is about to overflow its stack anyway). */
+#define PSS_SKEW 0x80L
 #define PAGE 4096UL
 #ifndef HWCAP2_FSGSBASE
 #define HWCAP2_FSGSBASE (1 << 1)
@@ -59,6 +70,9 @@ __attribute__((visibility("default"))) const char __oscar_pss_abi_gs = 1;
  * another fixed offset fails to link or load instead of faulting. */
 __attribute__((visibility("default"))) const char __oscar_pss_abi_21f3b5c7000 = 1;
 static long offsets[2] = {PSS_FIXED_OFFSET, 0};
+
+/* Where the shadow of a stack is mapped for code offset OFF (a page boundary). */
+static long map_offset(long off) { return off + PSS_SKEW; }
 static int noffsets = 1;
 
 struct shadow {
@@ -115,7 +129,7 @@ __attribute__((noreturn)) static void fatal_map(uintptr_t lo, uintptr_t hi, long
     out("-");
     out_hex(hi);
     out(" at ");
-    out_hex(lo + (uintptr_t)off);
+    out_hex(lo + (uintptr_t)map_offset(off));
     out(err == EEXIST ? " (address in use)\n" : " (mmap failed)\n");
     die();
 }
@@ -135,7 +149,8 @@ static void drop_overlapping(uintptr_t lo, uintptr_t hi) {
     for (int i = 0; i < nshadows;) {
         if (shadows[i].lo < hi && lo < shadows[i].hi) {
             for (int k = 0; k < noffsets; k++)
-                munmap((void *)(shadows[i].lo + offsets[k]), shadows[i].hi - shadows[i].lo);
+                munmap((void *)(shadows[i].lo + map_offset(offsets[k])),
+                       shadows[i].hi - shadows[i].lo);
             shadows[i] = shadows[--nshadows];
         } else {
             i++;
@@ -158,7 +173,7 @@ static void map_shadow_locked(uintptr_t lo, uintptr_t hi) {
 }
 
 static void map_at(uintptr_t lo, uintptr_t hi, long off) {
-    uintptr_t slo = lo + (uintptr_t)off;
+    uintptr_t slo = lo + (uintptr_t)map_offset(off);
     void *p = mmap((void *)slo, hi - lo, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED || (uintptr_t)p != slo) {
@@ -227,14 +242,15 @@ static void pss_init(void) {
         if (syscall(SYS_getrandom, &r, sizeof r, 0) != (long)sizeof r)
             r = (uint64_t)syscall(SYS_gettid) * 0x9e3779b97f4a7c15ULL ^ (uintptr_t)&r;
         long span = (37L << 40) / (long)PAGE;
-        offsets[1] = -(3L << 40) - (long)(r % (uint64_t)span) * (long)PAGE;
+        offsets[1] = -(3L << 40) - (long)(r % (uint64_t)span) * (long)PAGE - PSS_SKEW;
         noffsets = 2;
         __oscar_pss_offset[0] = offsets[1];
         mprotect(__oscar_pss_offset, PAGE, PROT_READ);
     }
-    /* The GS base is the offset of the code built with "gs" addressing: the random one when
-     * some code asked for it, the fixed one otherwise (both are mapped below). */
-    long base = noffsets == 2 ? offsets[1] : PSS_FIXED_OFFSET;
+    /* The GS base is the offset of the code built with "gs" addressing (+ PSS_SKEW, which the
+     * code's displacement takes off again): the random one when some code asked for it, the
+     * fixed one otherwise (both are mapped below). */
+    long base = (noffsets == 2 ? offsets[1] : PSS_FIXED_OFFSET) + PSS_SKEW;
     if (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) {
         __asm__ volatile("wrgsbase %0" ::"r"(base) : "memory");
     } else if (&__oscar_pss_uses_gs) {
@@ -420,7 +436,7 @@ __asm__(".text\n"
         ".cfi_startproc\n"
         "\tmovq 8(%rsp), %rsi\n"
         "\tleaq 8(%rsp), %rdx\n"
-        "\tmovabsq $-0x21f3b5c7000, %rcx\n"
+        "\tmovabsq $-0x21f3b5c7080, %rcx\n"
         "\tcall pss_report\n"
         "\thlt\n"
         ".cfi_endproc\n"
@@ -444,6 +460,7 @@ __asm__(".text\n"
         "\tmovq 8(%rsp), %rsi\n"
         "\tleaq 8(%rsp), %rdx\n"
         "\trdgsbase %rcx\n"
+        "\tsubq $0x80, %rcx\n" /* PSS_SKEW: the code addresses %gs:-0x80(%rsp) */
         "\tcall pss_report\n"
         "\thlt\n"
         ".cfi_endproc\n"

@@ -190,7 +190,7 @@ def test_assembly_rewritten_once(oscar, tmp_path):
                    check=True)
     dis = subprocess.run(["objdump", "-d", str(tmp_path / "f.o")], stdout=subprocess.PIPE,
                          text=True).stdout
-    assert dis.count("%gs:") == 2  # one copy at entry, one check before the return
+    assert dis.count("%gs:-0x80(%rsp)") == 2  # the copy at entry, the check before the ret
     import sys
     sys.path.insert(0, str(REPO / "shadowstack"))
     import pss_rewrite
@@ -253,19 +253,20 @@ def test_cmake_project(oscar, tmp_path):
 
 def test_random_offset(oscar, tmp_path):
     """--offset=random: a page-aligned offset in [-40 TiB, -3 TiB) drawn per process, on a page
-    the program cannot write; the fixed offset is -0x21f3b5c7000 (about -2.12 TiB)."""
+    the program cannot write; the fixed offset is -0x21f3b5c7080 (about -2.12 TiB). Both are a
+    page multiple minus 0x80 (runtime.c's PSS_SKEW)."""
     prog = build(oscar, tmp_path, "offset.c", "O2", "random")
     seen = set()
     for _ in range(3):
         proc = run(prog)
         assert proc.returncode == 0
         off = int(proc.stdout)
-        assert -(40 << 40) <= off < -(3 << 40) and off % 4096 == 0
+        assert -(40 << 40) <= off < -(3 << 40) and (off + 0x80) % 4096 == 0
         seen.add(off)
     assert len(seen) > 1
     assert run(prog, "write").returncode == -signal.SIGSEGV
     fixed = run(build(oscar, tmp_path, "offset.c", "O2", "check"))
-    assert int(fixed.stdout) == -0x21f3b5c7000
+    assert int(fixed.stdout) == -0x21f3b5c7080
 
 
 @pytest.mark.parametrize("flag", ["-flto", "-pipe", "-save-temps"])
@@ -303,7 +304,7 @@ def _instrumented_functions(oscar, tmp_path, source, opt="O2"):
         m = re.match(r"^([A-Za-z_]\w*):", line)
         if m:
             current = m.group(1)
-        elif "%r11, %gs:(%rsp)" in line:
+        elif "%r11, %gs:-0x80(%rsp)" in line:
             names.add(current)
     return names
 
@@ -343,8 +344,8 @@ def test_write_classification():
 
 
 def test_gs_base_is_the_offset_in_every_thread(oscar, tmp_path):
-    """The runtime sets the GS base to the offset; threads and fork children inherit it (code
-    built with the default addressing reads the copy at %gs:(%rsp))."""
+    """The runtime sets the GS base to the offset + 0x80; threads and fork children inherit it
+    (code built with the default addressing reads the copy at %gs:-0x80(%rsp))."""
     (tmp_path / "gs.c").write_text(
         "#include <pthread.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/wait.h>\n"
         "static long base(void) { long b; __asm__ volatile(\"rdgsbase %0\" : \"=r\"(b)); return b; }\n"
@@ -365,4 +366,4 @@ def test_gs_base_is_the_offset_in_every_thread(oscar, tmp_path):
         if expect is not None:
             assert values["main"] == expect
         else:
-            assert -(40 << 40) <= values["main"] < -(3 << 40)
+            assert -(40 << 40) <= values["main"] < -(3 << 40) and values["main"] % 4096 == 0
