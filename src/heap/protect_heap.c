@@ -860,6 +860,55 @@ void *ph_realloc(void *p, size_t size) {
 }
 
 /* ---------------------------------------------------------------------------------------
+ * malloc_trim. */
+
+/* Drop the resident pages of [a, a + len) (MADV_DONTNEED: they read as zeros again, which is
+ * what a freed slot or a free run holds anyway). True if any was resident. */
+static bool drop_resident(uintptr_t a, size_t len) {
+    unsigned char vec[64];
+    bool any = false;
+    for (uintptr_t p = a; p < a + len && !any; p += sizeof vec * OSCAR_PAGE) {
+        size_t n = a + len - p < sizeof vec * OSCAR_PAGE ? a + len - p : sizeof vec * OSCAR_PAGE;
+        if (os_mincore((void *)p, n, vec) != 0)
+            return false;
+        for (size_t k = 0; k < (n + OSCAR_PAGE - 1) / OSCAR_PAGE && !any; k++)
+            any = vec[k] & 1;
+    }
+    return any && os_drop((void *)a, len) == 0;
+}
+
+/* A small page whose every slot is free (never handed out, or released by a mark). */
+static bool page_empty(size_t i) {
+    const struct ph_page *pg = &ph.pages[i];
+    for (unsigned s = 0; s < pg->nslots; s++) {
+        unsigned st = atomic_load_explicit(&meta_of(i)->slot[s], memory_order_relaxed) & PHS_MASK;
+        if (st != PHS_NEVER && st != PHS_FREED)
+            return false;
+    }
+    return true;
+}
+
+int ph_trim(void) {
+    bool released = false;
+    /* Pooled pages: no thread owns them, and none can take one while its class lock is held;
+     * a free needs a live slot, so an empty page stays empty meanwhile. */
+    for (unsigned c = 0; c < PH_NUM_CLASSES; c++) {
+        oscar_lock_acquire(&locks[1 + c]);
+        for (struct ph_page *pg = pools[c]; pg; pg = pg->next)
+            if (page_empty(page_no(pg)) && drop_resident(ph_page_base(page_no(pg)), PH_PAGE))
+                released = true;
+        oscar_lock_release(&locks[1 + c]);
+    }
+    oscar_lock_acquire(PAGE_LOCK);
+    for (unsigned l = 0; l < RUN_LISTS; l++)
+        for (struct ph_page *h = runs[l]; h; h = h->next)
+            if (drop_resident(ph_page_base(page_no(h)), (size_t)h->run << PH_PAGE_SHIFT))
+                released = true;
+    oscar_lock_release(PAGE_LOCK);
+    return released;
+}
+
+/* ---------------------------------------------------------------------------------------
  * For the mark. */
 
 void ph_release_slots(size_t i, const uint64_t *bits, unsigned nwords) {

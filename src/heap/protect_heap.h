@@ -105,6 +105,10 @@ void *ph_realloc(void *p, size_t size);
 bool ph_free(void *p, int who);
 size_t ph_usable_size(void *p, int caller);
 
+/* malloc_trim: give back the memory of empty pooled pages and of free runs. 1 if any was
+ * resident, else 0. */
+int ph_trim(void);
+
 /* For the mark (scan/mark.c). */
 /* Release one slot (state already set to FREED by the caller) of a small page. */
 void ph_release_slots(size_t page, const uint64_t *bits, unsigned nwords);

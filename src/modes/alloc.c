@@ -314,7 +314,9 @@ void alloc_note_kind(void *p, enum alloc_kind kind) {
 }
 
 int alloc_trim(void) {
-    if (protect_on() || atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
+    if (protect_on())
+        return protect_trim();
+    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
         return 0;
     bool released = keep_trim() != 0;
     if (packed_trim())

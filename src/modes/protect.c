@@ -156,6 +156,11 @@ void *protect_realloc(void *p, size_t size) {
         errno = ENOMEM;
     return q;
 }
+int protect_trim(void) {
+    mark_run(); /* (first the quarantine: what a mark releases may empty whole pages) */
+    return ph_trim();
+}
+
 size_t protect_usable_size(void *p) {
     size_t usable;
     if (unlikely(outside_heap(p))) {

@@ -34,4 +34,6 @@ void *protect_aligned(size_t size, size_t align);
 void protect_free(void *p, enum report_caller who);
 void *protect_realloc(void *p, size_t size);
 size_t protect_usable_size(void *p);
+/* malloc_trim: a mark, then the memory of empty pages back to the system. 1 if any. */
+int protect_trim(void);
 #endif

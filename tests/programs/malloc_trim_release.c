@@ -19,10 +19,14 @@ int main(void) {
         large[i] = malloc(256 << 10);
         memset(large[i], 2, 256 << 10);
     }
-    for (int i = 0; i < LARGE; i++)
+    for (int i = 0; i < LARGE; i++) {
         free(large[i]);
-    for (int i = 0; i < SMALL; i++)
+        large[i] = NULL; /* (protect mode: a pointer left here keeps the object quarantined) */
+    }
+    for (int i = 0; i < SMALL; i++) {
         free(small[i]);
+        small[i] = NULL;
+    }
     printf("first trim %d\n", malloc_trim(0));
     printf("second trim %d\n", malloc_trim(0));
     return 0;
