@@ -89,3 +89,15 @@ def test_off_by_default(runner, tmp_path):
     res = runner.oscar("sample_use_after_free",
                        env={"OSCAR_MODE": "protect", "OSCAR_STATS_FILE": str(stats)})
     assert json.loads(stats.read_text()).get("sampled_objects", 0) == 0, res.describe()
+
+
+@pytest.mark.parametrize("rate", ["0", "100000"])
+def test_report_of_unsampled_object_is_whole(runner, rate):
+    """A double free of an object that was not sampled: the report ends with a line saying
+    protect mode keeps stacks only for sampled objects (with sampling on, the report used to
+    die inside the history, on the strict region's record table, which protect mode lacks)."""
+    res = runner.oscar("protect_double_free_released",
+                       env={"OSCAR_MODE": "protect", "OSCAR_SAMPLE_RATE": rate})
+    report = assert_report(res, signal.SIGABRT, r"oscar: double-free on address 0x[0-9a-f]+")
+    assert report[-1] == ("(protect mode keeps allocation and free stacks only for sampled "
+                          "objects: OSCAR_SAMPLE_RATE)"), res.describe()

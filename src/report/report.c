@@ -71,11 +71,16 @@ static void print_stored(struct fmt *f, int fd, const char *what, uint32_t tid, 
 
 /* The free and allocation stacks of a heap object, as AddressSanitizer prints them. */
 static void print_history(struct fmt *f, int fd, const struct object_info *o) {
+    struct obj_record *r = record_hook ? record_hook(o->start) : NULL;
+    if (!r && !stack_has_records()) { /* (protect mode: the strict region's table is absent) */
+        fmt_str(f, "(protect mode keeps allocation and free stacks only for sampled objects: "
+                    "OSCAR_SAMPLE_RATE)\n");
+        return;
+    }
     if (!stack_depth) {
         fmt_str(f, "(allocation and free stacks are off: OSCAR_STACK_DEPTH=0)\n");
         return;
     }
-    struct obj_record *r = record_hook ? record_hook(o->start) : NULL;
     enum page_kind k = entry_kind(o->entry);
     if (!r && (k == PK_PACKED || k == PK_PACKED_FREED || k == PK_PACKED_GUARDED)) {
         fmt_str(f, "(no stacks for objects that share a shadow page: OSCAR_MODE=fast, or past the "

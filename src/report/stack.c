@@ -219,6 +219,8 @@ static uint32_t capture(void) {
     return n ? store(pc, n) : 0;
 }
 
+bool stack_has_records(void) { return records != NULL; }
+
 struct obj_record *stack_record(uintptr_t page) {
     return &records[region_page_index(page)];
 }

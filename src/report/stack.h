@@ -30,6 +30,8 @@ void stack_record_free(struct obj_record *r);
 /* Record who allocated / freed the object whose first page is `page`. */
 void stack_note_alloc(uintptr_t page);
 void stack_note_free(uintptr_t page);
+/* Are the region's records there (stack_init ran: strict and fast modes)? */
+bool stack_has_records(void);
 /* The record of the object whose first page is `page`. */
 struct obj_record *stack_record(uintptr_t page);
 /* The frames of a stored stack; returns how many. */
