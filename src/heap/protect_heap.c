@@ -669,7 +669,7 @@ static bool find(uintptr_t a, struct found *f) {
     return false;
 }
 
-__attribute__((noreturn)) static void bad_pointer(uintptr_t a, int who) {
+struct object_info ph_describe(uintptr_t a) {
     struct object_info o = {OBJ_NOT_OURS, false, 0, 0, 0};
     struct found f;
     if (ph_contains(a)) {
@@ -681,7 +681,47 @@ __attribute__((noreturn)) static void bad_pointer(uintptr_t a, int who) {
             o.size = f.size;
         }
     }
-    report_bad_pointer(a, o, (enum report_caller)who);
+    return o;
+}
+
+__attribute__((noreturn)) static void bad_pointer(uintptr_t a, int who) {
+    report_bad_pointer(a, ph_describe(a), (enum report_caller)who);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Allocation kinds: two bits per small slot (struct ph_meta's kinds), a byte per large
+ * object. */
+
+_Atomic bool ph_kinds_used;
+
+void ph_set_kind(void *p, unsigned kind) {
+    struct found f;
+    if (!kind || !find((uintptr_t)p, &f) || f.start != (uintptr_t)p)
+        return;
+    if (!atomic_load_explicit(&ph_kinds_used, memory_order_relaxed))
+        atomic_store_explicit(&ph_kinds_used, true, memory_order_relaxed);
+    if (f.pg->kind != PHK_SMALL) {
+        atomic_store_explicit(&f.pg->lkind, (uint8_t)kind, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_or_explicit(&meta_of(f.page)->kinds[f.slot / 32],
+                             (uint64_t)kind << (f.slot % 32 * 2), memory_order_relaxed);
+}
+
+bool ph_take_kind(void *p, unsigned *kind, size_t *size) {
+    struct found f;
+    if (!find((uintptr_t)p, &f) || f.start != (uintptr_t)p || f.state != PHS_LIVE)
+        return false;
+    *size = f.size;
+    if (f.pg->kind != PHK_SMALL) {
+        *kind = atomic_exchange_explicit(&f.pg->lkind, 0, memory_order_relaxed);
+        return true;
+    }
+    uint64_t m = 3ULL << (f.slot % 32 * 2);
+    uint64_t old = atomic_fetch_and_explicit(&meta_of(f.page)->kinds[f.slot / 32], ~m,
+                                             memory_order_relaxed);
+    *kind = (unsigned)((old & m) >> (f.slot % 32 * 2));
+    return true;
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 #ifndef OSCAR_PROTECT_HEAP_H
 #define OSCAR_PROTECT_HEAP_H
 #include "base/core.h"
+#include "report/report.h"
 
 #define PH_PAGE_SHIFT 16
 #define PH_PAGE (1UL << PH_PAGE_SHIFT)
@@ -53,7 +54,7 @@ struct ph_page {
     _Atomic uint8_t kind;
     uint8_t cls;
     uint8_t freed_head; /* free run page that was a large object's head (double-free reports) */
-    uint8_t pad;
+    _Atomic uint8_t lkind; /* large head: enum alloc_kind, as struct ph_meta's kinds */
     uint32_t slot_size; /* small: class size; large head: usable bytes */
     uint32_t nslots, nwords;
     uint32_t run;       /* large head / free-run head: pages; tail: distance to the head */
@@ -70,6 +71,9 @@ struct ph_meta {
     uint64_t local[PH_MAX_WORDS];             /* owner's free slots (not yet in its cache) */
     _Atomic uint64_t released[PH_MAX_WORDS];  /* released by a mark, not yet harvested */
     _Atomic uint16_t slot[PH_MAX_SLOTS];
+    /* How each live slot was allocated (enum alloc_kind, 2 bits; 0 = malloc): set by
+     * operator new, read and cleared by the free (only once a program used operator new). */
+    _Atomic uint64_t kinds[PH_MAX_SLOTS / 32];
 };
 
 struct ph_heap {
@@ -104,6 +108,16 @@ void *ph_realloc(void *p, size_t size);
  * as it can: the frames below it are roots). */
 bool ph_free(void *p, int who);
 size_t ph_usable_size(void *p, int caller);
+
+/* Allocation kinds (OSCAR_ALLOC_DEALLOC_MISMATCH, OSCAR_NEW_DELETE_TYPE_MISMATCH). */
+extern _Atomic bool ph_kinds_used; /* some object was given a kind other than malloc's */
+/* p, just allocated, was allocated by kind (operator new: 1, new[]: 2). */
+void ph_set_kind(void *p, unsigned kind);
+/* p is the start of a live object: its kind and requested size, the kind cleared (it is being
+ * freed); false otherwise (the free then reports what p is). */
+bool ph_take_kind(void *p, unsigned *kind, size_t *size);
+/* What a report says of the object a points into (report.h's struct object_info). */
+struct object_info ph_describe(uintptr_t a);
 
 /* malloc_trim: give back the memory of empty pooled pages and of free runs. 1 if any was
  * resident, else 0. */

@@ -298,7 +298,7 @@ void alloc_free(void *p, enum report_caller who) {
 
 void alloc_delete(void *p, enum alloc_kind kind, bool sized, size_t size, size_t align) {
     if (protect_on()) {
-        protect_free(p, CALL_FREE); /* (protect mode records no kinds: docs/reports.md) */
+        protect_delete(p, kind, sized, size);
         return;
     }
     if (!p)
@@ -307,7 +307,11 @@ void alloc_delete(void *p, enum alloc_kind kind, bool sized, size_t size, size_t
 }
 
 void alloc_note_kind(void *p, enum alloc_kind kind) {
-    if (!p || !check_kind || protect_on())
+    if (protect_on()) {
+        protect_note_kind(p, kind);
+        return;
+    }
+    if (!p || !check_kind)
         return;
     uintptr_t a = (uintptr_t)p;
     kinds_set(a, region_load(a & ~(OSCAR_PAGE - 1)), kind);

@@ -19,6 +19,8 @@
 #pragma weak world_init
 
 int protect_mode_state;
+/* OSCAR_ALLOC_DEALLOC_MISMATCH, OSCAR_NEW_DELETE_TYPE_MISMATCH. */
+static bool check_kind, check_size;
 
 #define MODE_PROTECT 2 /* index of "protect" in OSCAR_MODE's choices (base/options.def) */
 
@@ -43,6 +45,8 @@ bool protect_select(void) {
             report_fatal("protect mode: cannot set up stop-the-world", ENOMEM);
         mark_init();
         fault_init();
+        check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;
+        check_size = options_int(OPT_NEW_DELETE_TYPE_MISMATCH) != 0;
         int serr = sample_init();
         if (serr)
             sample_off_warning(serr);
@@ -119,7 +123,38 @@ void *protect_aligned(size_t size, size_t align) { return or_enomem(ph_aligned(s
 /* Not in the heap: a sampled object, or glibc's (modes/foreign.h), or a bad pointer. */
 static bool outside_heap(const void *p) { return p && !ph_contains((uintptr_t)p); }
 
+/* A free of p as `as` (free and realloc: malloc's kind; delete: new's), with a sized
+ * delete's size: against the kind operator new recorded, then forgotten. */
+static void check_and_forget_kind(void *p, enum alloc_kind as, enum report_caller who,
+                                  bool sized, size_t size) {
+    unsigned k;
+    size_t requested;
+    if (!ph_take_kind(p, &k, &requested))
+        return; /* (not a live object's start: ph_free reports it) */
+    uintptr_t a = (uintptr_t)p;
+    if (check_kind && k != as)
+        report_kind_mismatch(a, ph_describe(a), (enum alloc_kind)k, as, who);
+    if (sized && check_size && size != requested)
+        report_size_mismatch(a, ph_describe(a), requested, size, true);
+}
+
+void protect_note_kind(void *p, enum alloc_kind kind) {
+    if (p && check_kind && ph_contains((uintptr_t)p))
+        ph_set_kind(p, kind);
+}
+
+void protect_delete(void *p, enum alloc_kind as, bool sized, size_t size) {
+    if (p && ph_contains((uintptr_t)p) &&
+        ((as != KIND_MALLOC && check_kind) || (sized && check_size) ||
+         atomic_load_explicit(&ph_kinds_used, memory_order_relaxed)))
+        check_and_forget_kind(p, as, CALL_FREE, sized, size);
+    protect_free(p, CALL_FREE);
+}
+
 void protect_free(void *p, enum report_caller who) {
+    if (unlikely(atomic_load_explicit(&ph_kinds_used, memory_order_relaxed)) && p &&
+        ph_contains((uintptr_t)p))
+        check_and_forget_kind(p, KIND_MALLOC, who, false, 0); /* (after a delete: nothing) */
     if (unlikely(outside_heap(p))) {
         size_t usable;
         if (sample_owns(p)) {
@@ -151,6 +186,8 @@ void *protect_realloc(void *p, size_t size) {
             protect_free(p, CALL_REALLOC);
         return q;
     }
+    if (unlikely(atomic_load_explicit(&ph_kinds_used, memory_order_relaxed)))
+        check_and_forget_kind(p, KIND_MALLOC, CALL_REALLOC, false, 0);
     void *q = ph_realloc(p, size);
     if (!q && size)
         errno = ENOMEM;

@@ -32,6 +32,10 @@ void *protect_malloc(size_t size);
 void *protect_calloc(size_t size);
 void *protect_aligned(size_t size, size_t align);
 void protect_free(void *p, enum report_caller who);
+/* operator delete (as: its kind; sized: a sized delete of size bytes) and operator new's
+ * record of the kind (OSCAR_ALLOC_DEALLOC_MISMATCH, OSCAR_NEW_DELETE_TYPE_MISMATCH). */
+void protect_delete(void *p, enum alloc_kind as, bool sized, size_t size);
+void protect_note_kind(void *p, enum alloc_kind kind);
 void *protect_realloc(void *p, size_t size);
 size_t protect_usable_size(void *p);
 /* malloc_trim: a mark, then the memory of empty pages back to the system. 1 if any. */
