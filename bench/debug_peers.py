@@ -59,6 +59,12 @@ WORKLOADS = [
      "buffers grown to 4-64 KiB by 1-64 B realloc steps"),
     ("bigobj", "bigobj", {"smoke": [10], "full": [1000]},
      "objects of 64 KiB-4 MiB, every page touched, 8 alive"),
+    # Debian's own binaries (bench/workloads.py builds their inputs): a program that computes
+    # more than it allocates, where Valgrind's instrumentation of every instruction shows. There
+    # is no ASan build of them (it would need their sources rebuilt): that cell says so.
+    ("sqlite", "@sqlite", {"smoke": 100, "full": 3000},
+     "sqlite3 (:memory:, lookaside off) running generated inserts/indexes/selects (rows)"),
+    ("xz", "@xz", {"smoke": 32, "full": 512}, "xz -6 -T1 compressing generated text (KiB)"),
 ]
 
 TOOLS = ["glibc", "oscar-strict", "oscar-fast", "valgrind", "electric-fence", "asan"]
@@ -88,6 +94,7 @@ def parse_args(argv):
     p.add_argument("--tools", help="comma-separated, from: " + ",".join(TOOLS))
     p.add_argument("--workloads", help="comma-separated, from: " + ",".join(w[0] for w in WORKLOADS))
     p.add_argument("--no-reports", action="store_true", help="skip part 2 (the reports)")
+    p.add_argument("--reports-only", action="store_true", help="skip part 1 (the timings)")
     p.add_argument("--no-install", action="store_true",
                    help="never apt-get install valgrind or electric-fence")
     p.add_argument("--out", help="output directory (default bench/results/debug-peers-<timestamp>)")
@@ -129,11 +136,11 @@ def install_missing(no_install):
                        capture_output=True, env=env)
 
 
-def build_asan(source, out_dir, extra=()):
-    """Compile `source` with AddressSanitizer into out_dir (cached by mtime); (path, None) or
-    (None, reason)."""
+def build_asan(source, out_dir, extra=(), suffix="-asan"):
+    """Compile `source` with AddressSanitizer into out_dir/<name><suffix> (cached by mtime);
+    (path, None) or (None, reason)."""
     name = os.path.splitext(os.path.basename(source))[0]
-    exe = os.path.join(out_dir, name + "-asan")
+    exe = os.path.join(out_dir, name + suffix)
     if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(source):
         return exe, None
     cc = "g++" if source.endswith(".cc") else "gcc"
@@ -193,6 +200,30 @@ class Tools:
         raise ValueError(tool)
 
 
+def asan_dir_of(tools):
+    return tools.asan_dir
+
+
+def real_commands(name, which, size, tools, workdir, commands, dead):
+    """A Debian program from bench/workloads.py's table, under every tool but ASan."""
+    import workloads as wl_mod
+    ctx = wl_mod.Context(programs_dir="", workdir=workdir, build_dir=tools.build)
+    cmd = {"sqlite": wl_mod._sqlite, "xz": wl_mod._xz}[which](ctx, size)
+    if not shutil.which(cmd.argv[0]):
+        for tool in tools.tools:
+            dead[(name, tool)] = "skip: %s is not installed" % cmd.argv[0]
+        log("skip: %s: %s is not installed" % (name, cmd.argv[0]))
+        return
+    exe = shutil.which(cmd.argv[0])
+    for tool in tools.tools:
+        if tool == "asan":
+            dead[(name, tool)] = "n/a: needs the program rebuilt from source"
+            continue
+        argv, env = tools.command(tool, exe, None, cmd.argv[1:])
+        env.update(cmd.env)
+        commands[(name, tool)] = (argv, env, cmd.stdin)
+
+
 def failure_note(result):
     tail = [line for line in result.stderr_tail.strip().splitlines() if line.strip()]
     return tail[-1].strip()[:120] if tail else ""
@@ -204,7 +235,12 @@ def run_timings(args, tools, programs, sizes_key, runs, timeout):
     dead = {}      # (workload, tool) -> status text (not repeated)
     baseline_sha = {}
     commands = {}
+    workdir = os.path.join(asan_dir_of(tools), "inputs")
+    os.makedirs(workdir, exist_ok=True)
     for name, program, sizes, _ in workloads:
+        if program.startswith("@"):
+            real_commands(name, program[1:], sizes[sizes_key], tools, workdir, commands, dead)
+            continue
         exe = os.path.join(programs, program)
         source = None
         for ext in (".c", ".cc"):
@@ -227,8 +263,9 @@ def run_timings(args, tools, programs, sizes_key, runs, timeout):
                 key = (name, tool)
                 if key in dead or key not in commands:
                     continue
-                argv, env = commands[key]
-                r = measure.run(argv, env, timeout)
+                argv, env = commands[key][:2]
+                stdin = commands[key][2] if len(commands[key]) > 2 else None
+                r = measure.run(argv, env, timeout, stdin=stdin)
                 status = r.status
                 if status == "ok":
                     if tool == "glibc":
@@ -250,7 +287,9 @@ def run_timings(args, tools, programs, sizes_key, runs, timeout):
         base_m = statistics.median(x.peak_bytes for x in base) / 2**20 if base else None
         for tool in tools.tools:
             key = (name, tool)
-            row = {"workload": name, "tool": tool, "args": " ".join(map(str, sizes[sizes_key])),
+            size = sizes[sizes_key]
+            row = {"workload": name, "tool": tool,
+                   "args": " ".join(map(str, size if isinstance(size, list) else [size])),
                    "runs": len(results.get(key, [])), "status": "ok", "note": ""}
             if key in dead:
                 row["status"], _, row["note"] = dead[key].partition(": ")
@@ -272,8 +311,8 @@ def short_status(row):
     text = row["status"]
     note = row.get("note", "")
     m = re.search(r"ElectricFence Exiting: (.*)", note)
-    if m:
-        note = m.group(1).strip()
+    if m:  # "mprotect() failed: " (it prints no reason): out of mappings or memory
+        note = m.group(1).strip().rstrip(":")
     if note and not note.startswith("skip"):
         text += " (%s)" % note[:60].replace("|", "/")
     return text
@@ -354,13 +393,14 @@ def run_reports(tools, out_dir, asan_dir, timeout):
     for tool in tools.tools:
         if tool == "oscar-fast":
             continue  # fast mode does not promise a report for a read of a data field
-        argv, env = tools.command(tool, exe, UAF_SOURCE, [])
-        if tool == "asan":
-            asan_exe, why = build_asan(UAF_SOURCE, asan_dir, flags)
+        if tool == "asan":  # -O0 like the others (Tools.command would build it -O2)
+            asan_exe, why = build_asan(UAF_SOURCE, asan_dir, flags, suffix="-O0-asan")
             if not asan_exe:
                 log("skip: report under asan: %s" % why)
                 continue
-            argv = [asan_exe]
+            argv, env = [asan_exe], clean_env()
+        else:
+            argv, env = tools.command(tool, exe, UAF_SOURCE, [])
         if tool == "electric-fence":
             env.pop("EF_DISABLE_BANNER", None)
         try:
@@ -411,7 +451,7 @@ def command_line(tool):
         "oscar-strict": "LD_PRELOAD=build/src/liboscar.so OSCAR_MODE=strict ./uaf_demo",
         "valgrind": "valgrind --tool=memcheck -q --error-exitcode=99 ./uaf_demo",
         "electric-fence": "LD_PRELOAD=libefence.so.0 EF_PROTECT_FREE=1 ./uaf_demo",
-        "asan": "./uaf_demo-asan      # gcc -g -O0 -fsanitize=address",
+        "asan": "./uaf_demo-asan      # built with gcc -g -O0 -fsanitize=address",
     }.get(tool, tool)
 
 
@@ -474,6 +514,21 @@ def main(argv):
                                                    runs, timeout, " ".join(argv)))
     log(header)
 
+    if not args.reports_only:
+        timings(args, tools, programs, sizes_key, runs, timeout, out_dir, header, argv)
+    if not args.no_reports:
+        reports = run_reports(tools, out_dir, asan_dir, max(timeout, 60.0))
+        with open(os.path.join(out_dir, "reports.md"), "w") as f:
+            f.write("# The same use-after-free (examples/uaf_demo.c, gcc -g -O0) under each tool\n\n")
+            for tool, (status, text) in reports.items():
+                f.write("## %s (%s)\n\n```\n%s```\n\n" % (tool, status, text))
+        for tool, (status, _) in reports.items():
+            log("report: %-15s %s" % (tool, status))
+    log("wrote %s" % out_dir)
+    return 0
+
+
+def timings(args, tools, programs, sizes_key, runs, timeout, out_dir, header, argv):
     workloads, rows = run_timings(args, tools, programs, sizes_key, runs, timeout)
     with open("/proc/loadavg") as f:
         load_end = " ".join(f.read().split()[:3])
@@ -495,17 +550,6 @@ def main(argv):
         f.write("\n".join(md) + "\n")
     log("")
     log(table)
-
-    if not args.no_reports:
-        reports = run_reports(tools, out_dir, asan_dir, max(timeout, 60.0))
-        with open(os.path.join(out_dir, "reports.md"), "w") as f:
-            f.write("# The same use-after-free (examples/uaf_demo.c, gcc -g -O0) under each tool\n\n")
-            for tool, (status, text) in reports.items():
-                f.write("## %s (%s)\n\n```\n%s```\n\n" % (tool, status, text))
-        for tool, (status, _) in reports.items():
-            log("report: %-15s %s" % (tool, status))
-    log("wrote %s" % out_dir)
-    return 0
 
 
 if __name__ == "__main__":
