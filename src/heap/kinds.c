@@ -9,20 +9,43 @@
 #define PER_WORD 32        /* two bits per object */
 
 _Atomic bool kinds_used;
-static _Atomic uint64_t *small_kinds; /* by canonical page * 256 + slot */
-static _Atomic uint64_t *large_kinds; /* by region page */
+static _Atomic(_Atomic uint64_t *) small_kinds; /* by canonical page * 256 + slot */
+static _Atomic(_Atomic uint64_t *) large_kinds; /* by region page */
 static uint64_t small_n, large_n;     /* objects each table covers */
 
+/* The tables are reserved on the first object of another kind than malloc's, not at start:
+ * a C program (bash, under a RLIMIT_AS it lowers itself) never reserves their address space,
+ * which is large (two bits per slot of the whole canonical heap and per page of the region). */
 int kinds_init(void) {
-    int err = 0;
     small_n = atomic_load(&oscar_canon.max_pages) * SLOTS_PER_PAGE;
     large_n = (oscar_region.end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
-    small_kinds = os_alloc_meta((small_n / PER_WORD + 1) * sizeof(uint64_t), &err);
-    if (small_kinds)
-        large_kinds = os_alloc_meta((large_n / PER_WORD + 1) * sizeof(uint64_t), &err);
-    if (!large_kinds)
-        small_kinds = NULL;
-    return small_kinds ? 0 : err;
+    return 0;
+}
+
+/* Reserve both tables once (a thread that loses the race gives its copies back). False when
+ * the address space is refused: then no kinds are recorded. */
+static bool tables(void) {
+    if (atomic_load_explicit(&large_kinds, memory_order_acquire))
+        return true;
+    int err = 0;
+    size_t sb = (small_n / PER_WORD + 1) * sizeof(uint64_t);
+    size_t lb = (large_n / PER_WORD + 1) * sizeof(uint64_t);
+    _Atomic uint64_t *s = os_alloc_meta(sb, &err), *l = s ? os_alloc_meta(lb, &err) : NULL;
+    if (!l) {
+        if (s)
+            os_unmap((void *)s, sb);
+        return false;
+    }
+    _Atomic uint64_t *none = NULL;
+    if (!atomic_compare_exchange_strong(&small_kinds, &none, s)) {
+        os_unmap((void *)s, sb);
+        os_unmap((void *)l, lb);
+        while (!atomic_load_explicit(&large_kinds, memory_order_acquire))
+            ; /* (the winner publishes the second table next) */
+        return true;
+    }
+    atomic_store_explicit(&large_kinds, l, memory_order_release);
+    return true;
 }
 
 /* The word and shift of the object at a; NULL when it has none. */
@@ -32,19 +55,19 @@ static _Atomic uint64_t *word_of(uintptr_t a, uint64_t e, unsigned *shift) {
     switch (entry_kind(e)) {
     case PK_SMALL:
         i = entry_canon(e) * SLOTS_PER_PAGE + entry_slot(e);
-        table = small_kinds;
+        table = atomic_load_explicit(&small_kinds, memory_order_acquire);
         if (i >= small_n)
             return NULL;
         break;
     case PK_PACKED:
         i = entry_canon(e) * SLOTS_PER_PAGE + class_slot_at(a & (OSCAR_PAGE - 1), entry_class(e));
-        table = small_kinds;
+        table = atomic_load_explicit(&small_kinds, memory_order_acquire);
         if (i >= small_n)
             return NULL;
         break;
     case PK_LARGE:
         i = region_page_index(a);
-        table = large_kinds;
+        table = atomic_load_explicit(&large_kinds, memory_order_acquire);
         if (i >= large_n)
             return NULL;
         break;
@@ -59,8 +82,10 @@ static _Atomic uint64_t *word_of(uintptr_t a, uint64_t e, unsigned *shift) {
 
 void kinds_set(uintptr_t a, uint64_t e, enum alloc_kind kind) {
     unsigned shift;
+    if (kind == KIND_MALLOC || !tables())
+        return;
     _Atomic uint64_t *w = word_of(a, e, &shift);
-    if (!w || kind == KIND_MALLOC)
+    if (!w)
         return;
     if (!atomic_load_explicit(&kinds_used, memory_order_relaxed))
         atomic_store_explicit(&kinds_used, true, memory_order_relaxed);

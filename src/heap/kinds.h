@@ -10,8 +10,9 @@
 #define OSCAR_KINDS_H
 #include "report/report.h"
 
-/* Reserve the tables (after region_init and canon_init); 0 or an errno (then no kinds are
- * recorded: every object reads as malloc's and nothing is reported). */
+/* Size the tables (after region_init and canon_init; they are reserved on the first
+ * operator new, and if that is refused no kinds are recorded: every object reads as malloc's
+ * and nothing is reported). 0. */
 int kinds_init(void);
 /* Set when the first object of another kind than malloc's was recorded. */
 extern _Atomic bool kinds_used;
