@@ -56,6 +56,8 @@ struct object_info object_describe(uintptr_t addr) {
                           canon_slot_is_free(entry_canon(e), (unsigned)slot)
                       ? OBJ_FREED
                       : OBJ_LIVE;
+        if (entry_kind(e) == PK_PACKED && !packed_slot_handed_out(e, (unsigned)slot))
+            o.state = OBJ_NEVER; /* (its bit says free only once it was handed out) */
         return o;
     }
     case PK_ARENA:

@@ -170,6 +170,8 @@ uintptr_t packed_take(struct class_cache *c, unsigned cls) {
     unsigned size = class_size[cls], k = packed_group_size(cls);
     unsigned slot = class_slot_at(a - page, cls), end = (packed_group_of(slot, cls) + 1) * k;
     uintptr_t next = a + size;
+    if (packed_one_group(cls))
+        canon_note_taken(entry_canon(region_load(page)), slot + 1);
     if (slot + 1 >= end || slot + 1 >= class_slots(cls)) {
         next = page + OSCAR_PAGE; /* the next page starts at the first slot of its group */
         while (next < c->packed_end && entry_kind(region_load(next)) != PK_PACKED)
@@ -196,7 +198,8 @@ static int slot_of(uintptr_t a, uint64_t e) {
 
 bool packed_is_live(uintptr_t a, uint64_t e) {
     int slot = slot_of(a, e);
-    return slot >= 0 && !canon_slot_is_free(entry_canon(e), (unsigned)slot);
+    return slot >= 0 && packed_slot_handed_out(e, (unsigned)slot) &&
+           !canon_slot_is_free(entry_canon(e), (unsigned)slot);
 }
 
 /* Every object of packed span s is freed: revoke its shadows at once, give its memory back.

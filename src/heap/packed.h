@@ -13,6 +13,8 @@
 #ifndef OSCAR_PACKED_H
 #define OSCAR_PACKED_H
 #include "heap/thread.h"
+#include "mem/canon.h"
+#include "mem/region.h"
 
 /* OSCAR_MODE=fast: every small object is packed (not only near the mapping limit). */
 extern bool packed_mode;
@@ -24,6 +26,14 @@ static inline unsigned packed_group_size(unsigned cls) {
 /* The group of slot `slot` (0 with the default of one group: no division on the free path). */
 static inline unsigned packed_group_of(unsigned slot, unsigned cls) {
     return packed_k && packed_k < class_slots(cls) ? slot / packed_k : 0;
+}
+/* One group per page (the default): slots are handed out in order (canon_note_taken). */
+static inline bool packed_one_group(unsigned cls) {
+    return !packed_k || packed_k >= class_slots(cls);
+}
+/* Was slot of the packed page of entry e ever handed out? (Known for one group per page.) */
+static inline bool packed_slot_handed_out(uint64_t e, unsigned slot) {
+    return !packed_one_group(entry_class(e)) || canon_slot_taken(entry_canon(e), slot);
 }
 /* Shadow mappings of each packed span of class cls: one per group of slots. */
 static inline unsigned packed_groups(unsigned cls) {

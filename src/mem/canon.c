@@ -138,6 +138,9 @@ int canon_init(void) {
     oscar_canon.done = os_alloc_meta(oscar_canon.max_pages * sizeof(*oscar_canon.done), &err);
     if (!oscar_canon.done)
         return err;
+    oscar_canon.taken = os_alloc_meta(oscar_canon.max_pages * sizeof(*oscar_canon.taken), &err);
+    if (!oscar_canon.taken)
+        return err;
     return 0;
 }
 
@@ -254,6 +257,7 @@ static void claim_page(uint64_t page) {
     for (unsigned w = 0; w < 4; w++)
         atomic_store_explicit(&oscar_canon.bits[page][w], 0, memory_order_relaxed);
     atomic_store_explicit(&oscar_canon.done[page], 0, memory_order_relaxed);
+    atomic_store_explicit(&oscar_canon.taken[page], 0, memory_order_relaxed);
 }
 
 struct span *canon_span_acquire_packed(unsigned cls, bool reuse) {
@@ -520,6 +524,7 @@ void canon_shrink(uint64_t keep) {
              (old - pages) << OSCAR_PAGE_SHIFT);
     unmap_inside((uintptr_t)&oscar_canon.bits[pages], (uintptr_t)&oscar_canon.bits[old]);
     unmap_inside((uintptr_t)&oscar_canon.done[pages], (uintptr_t)&oscar_canon.done[old]);
+    unmap_inside((uintptr_t)&oscar_canon.taken[pages], (uintptr_t)&oscar_canon.taken[old]);
     unmap_inside((uintptr_t)&oscar_canon.spans[pages / oscar_canon.span_pages],
                  (uintptr_t)&oscar_canon.spans[old / oscar_canon.span_pages]);
     if (fd_is_ours())

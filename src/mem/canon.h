@@ -42,6 +42,7 @@ struct canon {
     struct span *spans;  /* indexed by span number */
     _Atomic uint64_t (*bits)[4]; /* free-slot bitmap per canonical page (256 slots max) */
     _Atomic uint8_t *done;       /* packed pages: set by the free that finished the page */
+    _Atomic uint16_t *taken;     /* packed pages of one group: slots handed out so far */
     _Atomic uint64_t next_span;  /* never-used spans start here */
 };
 extern struct canon oscar_canon;
@@ -92,6 +93,15 @@ void canon_span_unreuse_packed(struct span *s, const uint64_t *mask);
 #define PACKED_PAGE_DONE 2
 int canon_packed_free_slot(uint64_t page, unsigned slot, unsigned lo, unsigned hi);
 bool canon_slot_is_free(uint64_t page, unsigned slot);
+/* A packed page of one group hands out its slots in order: its owner says how many so far,
+ * so that a slot not yet handed out is told apart from a live one (fast mode's free of such a
+ * slot is an invalid free, not a later false double free). */
+static inline void canon_note_taken(uint64_t page, unsigned n) {
+    atomic_store_explicit(&oscar_canon.taken[page], (uint16_t)n, memory_order_relaxed);
+}
+static inline bool canon_slot_taken(uint64_t page, unsigned slot) {
+    return slot < atomic_load_explicit(&oscar_canon.taken[page], memory_order_relaxed);
+}
 /* n slots of packed span s were freed; true when none is left (the caller revokes its
  * shadows, then calls canon_span_release_memory). */
 bool canon_packed_release(struct span *s, uint32_t n);
