@@ -7,6 +7,11 @@
 --sqlite DIR: a folder with SQLite's amalgamation (sqlite3.c, sqlite3.h) and test/speedtest1.c
   somewhere below DIR or its parent (Debian: apt-get source sqlite3; ./configure; make sqlite3.c).
 --lua DIR: Lua's source (its src/ folder; Debian: apt-get source lua5.4).
+--bzip2 DIR: bzip2's source (Debian: apt-get source bzip2): compresses and decompresses a
+  file of about 10 MB (SQLite's amalgamation or, without it, this repository's sources, repeated).
+--before OSCAR: a second `oscar` (an older build, e.g. a copy of BUILD/cli and BUILD/shadowstack
+  from before a change): adds the configurations before-check and before-overwrite, built with
+  it, so that one interleaved run compares the two instrumentations.
 Every workload is built once per configuration, with the same flags (-O2) except the one under
 test; runs are interleaved (configuration by configuration, round by round) and the minimum (--stat
 median: the median) CPU time (user + system, from wait4) is kept. Prints a Markdown table: seconds, overhead against
@@ -32,14 +37,23 @@ CONFIGS = [
     ("pss-check", ["--mode=check"], "-fno-stack-protector"),
     ("pss-overwrite", ["--mode=overwrite"], "-fno-stack-protector"),
     ("pss-random", ["--mode=check", "--offset=random"], "-fno-stack-protector"),
+    ("pss-immediate", ["--mode=check", "--offset=immediate"], "-fno-stack-protector"),
 ]
 
 
-def compile_cmd(oscar, cfg, args):
+BEFORE = [
+    ("before-check", ["--mode=check"], "-fno-stack-protector"),
+    ("before-overwrite", ["--mode=overwrite"], "-fno-stack-protector"),
+]
+
+
+def compile_cmd(oscar, cfg, args, before=None):
     name, pss, ssp = cfg
     cc = ["gcc", "-O2", ssp] + args
     if name.startswith("pss"):
         return [oscar, "cc"] + pss + ["--"] + cc
+    if name.startswith("before"):
+        return [before, "cc"] + pss + ["--"] + cc
     return cc
 
 
@@ -77,6 +91,10 @@ def main():
     ap.add_argument("--oscar", required=True)
     ap.add_argument("--sqlite")
     ap.add_argument("--lua")
+    ap.add_argument("--bzip2")
+    ap.add_argument("--before")
+    ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--json", help="also write every run's CPU time here")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--stat", choices=["min", "median"], default="min",
                     help="min (default) resists other jobs on a shared machine best")
@@ -85,7 +103,10 @@ def main():
     ap.add_argument("--workdir", help="build here; binaries of plain and ssp-* already there are "
                     "reused (the pss-* ones are always rebuilt)")
     opts = ap.parse_args()
-    configs = [c for c in CONFIGS if c[0] in opts.configs.split(",")]
+    wanted = opts.configs.split(",")
+    if opts.before:
+        wanted += [c[0] for c in BEFORE if c[0] not in wanted]
+    configs = [c for c in CONFIGS + BEFORE if c[0] in wanted]
     work = Path(opts.workdir) if opts.workdir else Path(tempfile.mkdtemp(prefix="pss-bench-"))
     work.mkdir(parents=True, exist_ok=True)
 
@@ -101,7 +122,7 @@ def main():
             if not fresh(out, cfg):
               subprocess.run(compile_cmd(opts.oscar, cfg, [
                 "-DSQLITE_OMIT_LOAD_EXTENSION", "-DSQLITE_THREADSAFE=0", "-I", str(amal.parent),
-                "-o", str(out), str(speed), str(amal), "-lm"]), check=True)
+                "-o", str(out), str(speed), str(amal), "-lm"], opts.before), check=True)
             binaries[("speedtest1", cfg[0])] = out
         workloads.append(("sqlite speedtest1 --size %d" % opts.speedtest_size,
                           {c[0]: [str(binaries[("speedtest1", c[0])]), "--memdb", "--size",
@@ -114,20 +135,56 @@ def main():
             if not fresh(out, cfg):
               subprocess.run(compile_cmd(opts.oscar, cfg, [
                 "-std=gnu99", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX", "-o", str(out)] + files +
-                ["-lm", "-ldl", "-Wl,-E"]), check=True)
+                ["-lm", "-ldl", "-Wl,-E"], opts.before), check=True)
             binaries[("lua", cfg[0])] = out
         for script, arg in (("fib.lua", "32"), ("strings.lua", "300000"),
                             ("sort.lua", "300000"), ("trees.lua", "16")):
             workloads.append(("lua %s %s" % (script, arg),
                               {c[0]: [str(binaries[("lua", c[0])]), str(HERE / "lua" / script),
                                       arg] for c in configs}, work))
+    if opts.bzip2:
+        src = Path(opts.bzip2)
+        files = [str(src / n) for n in ("blocksort.c", "huffman.c", "crctable.c", "randtable.c",
+                                         "compress.c", "decompress.c", "bzlib.c", "bzip2.c")]
+        for cfg in configs:
+            out = work / ("bzip2-" + cfg[0])
+            if not fresh(out, cfg):
+                subprocess.run(compile_cmd(opts.oscar, cfg, [
+                    "-D_FILE_OFFSET_BITS=64", "-o", str(out)] + files, opts.before), check=True)
+            binaries[("bzip2", cfg[0])] = out
+        data = work / "bzip2-input"
+        if not data.exists():
+            seed = (find(Path(opts.sqlite), "sqlite3.c") if opts.sqlite else None)
+            blob = seed.read_bytes() if seed else b"".join(
+                p.read_bytes() for p in sorted((HERE.parent.parent / "src").rglob("*.[ch]")))
+            with open(data, "wb") as f:
+                while f.tell() < 10 << 20:
+                    f.write(blob)
+        packed = work / "bzip2-input.bz2"
+        if not packed.exists():
+            with open(packed, "wb") as f:
+                subprocess.run([str(binaries[("bzip2", "plain")]), "-9", "-c", str(data)],
+                               stdout=f, check=True)
+        workloads.append(("bzip2 -9 (compress 10 MB)",
+                          {c[0]: [str(binaries[("bzip2", c[0])]), "-9", "-c", str(data)]
+                           for c in configs}, work))
+        workloads.append(("bzip2 -d (decompress)",
+                          {c[0]: [str(binaries[("bzip2", c[0])]), "-d", "-c", str(packed)]
+                           for c in configs}, work))
+    if opts.build_only:
+        return
     times = {(w[0], c[0]): [] for w in workloads for c in configs}
     for r in range(opts.runs):
         for name, cmds, cwd in workloads:
             for cfg in configs:
                 cpu, _ = cpu_time(cmds[cfg[0]], cwd)
                 times[(name, cfg[0])].append(cpu)
-        print("round %d/%d done" % (r + 1, opts.runs), file=sys.stderr)
+        print("round %d/%d done (load average %.2f %.2f %.2f)" % ((r + 1, opts.runs)
+              + os.getloadavg()), file=sys.stderr)
+    if opts.json:
+        import json
+        with open(opts.json, "w") as f:
+            json.dump({"%s|%s" % k: v for k, v in times.items()}, f, indent=1)
     names = [c[0] for c in configs]
     print("| workload | " + " | ".join(names) + " |")
     print("| --- |" + " --- |" * len(names))
