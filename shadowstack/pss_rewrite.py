@@ -157,7 +157,8 @@ def _may_write_memory(line):
                             "mfence", "sfence", "vzeroupper", "cdqe", "cqo")
     ops = _operands(parts[1])
     last = ops[-1] if ops else ""
-    memory = not (last.startswith("%") or last.startswith("$"))
+    # A register is "%name"; "%fs:40" and "%gs:(%rax)" are memory.
+    memory = "(" in last or ":" in last or not (last.startswith("%") or last.startswith("$"))
     if not memory:
         return False
     return not _READ_ONLY.match(mnem)

@@ -335,11 +335,13 @@ def test_write_classification():
     for line in ("\tmovq\t%rax, (%rdi)", "\taddl\t$1, 8(%rsp)", "\tincq\tcounter(%rip)",
                  "\tsete\t(%rax)", "\tpopq\t(%rax)", "\trep stosq", "\tlock addq $1, (%rdi)",
                  "\txchgq\t%rax, (%rdi)", "\tmovsb", "\tvmovdqu\t%ymm0, (%rdi,%rax)",
-                 "\tfstpl\t(%rdi)", "\tcall\tf", "\tbtsq\t$3, (%rdi)", "\tmovups\t%xmm0, x(%rip)"):
+                 "\tfstpl\t(%rdi)", "\tcall\tf", "\tbtsq\t$3, (%rdi)", "\tmovups\t%xmm0, x(%rip)",
+                 "\tmovl\t$0, %fs:errno@tpoff", "\tmovq\t%rax, %fs:40"):
         assert w(line), line
     for line in ("\tmovq\t(%rdi), %rax", "\tcmpq\t$0, (%rdi)", "\ttestb\t$1, (%rax)",
                  "\tpushq\t%rbx", "\tpopq\t%rbx", "\tleaq\t8(%rsp), %rax", "\tret",
-                 "\tvmovdqu\t(%rsi), %ymm0", "\tucomisd\t(%rax), %xmm0", "\tcltq"):
+                 "\tvmovdqu\t(%rsi), %ymm0", "\tucomisd\t(%rax), %xmm0", "\tcltq",
+                 "\tmovq\t%fs:40, %rax"):
         assert not w(line), line
 
 
