@@ -95,7 +95,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: oscar run [OPTIONS] [--] PROGRAM [ARGS...]   run PROGRAM with Oscar as its malloc\n"
             "       oscar symbolize [OPTIONS] < REPORT      file:line for a saved report's frames\n"
-            "       oscar cc [--mode=check|overwrite] [--offset=fixed|random] -- gcc|g++ ARGS...\n"
+            "       oscar cc [--mode=check|overwrite] [--offset=fixed|random|immediate] -- gcc|g++ ARGS...\n"
             "                                          build with parallel shadow stacks\n"
             "       oscar --help | --version\n"
             "       oscar options --markdown           the settings as a Markdown table\n\n"
