@@ -200,10 +200,6 @@ class Tools:
         raise ValueError(tool)
 
 
-def asan_dir_of(tools):
-    return tools.asan_dir
-
-
 def real_commands(name, which, size, tools, workdir, commands, dead):
     """A Debian program from bench/workloads.py's table, under every tool but ASan."""
     import workloads as wl_mod
@@ -242,7 +238,7 @@ def run_timings(args, tools, programs, sizes_key, runs, timeout):
     dead = {}      # (workload, tool) -> status text (not repeated)
     baseline_sha = {}
     commands = {}
-    workdir = os.path.join(asan_dir_of(tools), "inputs")
+    workdir = os.path.join(tools.asan_dir, "inputs")  # generated inputs, cached
     os.makedirs(workdir, exist_ok=True)
     for name, program, sizes, _ in workloads:
         if program.startswith("@"):
