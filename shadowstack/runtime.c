@@ -63,8 +63,7 @@ __attribute__((aligned(4096), visibility("default"))) long __oscar_pss_offset[PA
 extern char __oscar_pss_uses_random __attribute__((weak));
 /* Defined (weak) by code that addresses the copy as %gs:(%rsp) (the default, pss_rewrite.py's
  * "gs"): the GS base holds the offset (set with WRGSBASE below; threads and fork children
- * inherit it). Without FSGSBASE (a CPU or kernel older than Linux 5.9) arch_prctl(ARCH_SET_GS)
- * sets it instead. */
+ * inherit it). Without FSGSBASE (a CPU or kernel older than Linux 5.9) such code cannot run. */
 extern char __oscar_pss_uses_gs __attribute__((weak));
 __attribute__((visibility("default"))) const char __oscar_pss_abi_gs = 1;
 /* Every instrumented object refers to this symbol (pss_rewrite.py's ABI_SYMBOL): code built for
@@ -254,11 +253,9 @@ static void pss_init(void) {
     long base = (noffsets == 2 ? offsets[1] : PSS_FIXED_OFFSET) + PSS_SKEW;
     if (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) {
         __asm__ volatile("wrgsbase %0" ::"r"(base) : "memory");
-    } else if (syscall(SYS_arch_prctl, 0x1001 /* ARCH_SET_GS */, base) != 0 &&
-               &__oscar_pss_uses_gs) {
-        /* (Without FSGSBASE the kernel still sets it for us: any x86-64 Linux.) */
-        out("oscar: cannot set the shadow stack's offset in the GS base (arch_prctl refused; "
-            "build with oscar cc --offset=immediate)\n");
+    } else if (&__oscar_pss_uses_gs) {
+        out("oscar: cannot set the shadow stack's offset in the GS base (no FSGSBASE: the CPU or "
+            "the kernel is too old; build with oscar cc --offset=immediate)\n");
         die();
     }
     uintptr_t top;
