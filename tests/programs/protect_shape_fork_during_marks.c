@@ -72,7 +72,11 @@ int main(int argc, char **argv) {
     } else {
         pthread_create(&t, NULL, forker, NULL);
     }
+    /* Until a fork happened (the timer's first tick may come after one churn: marks are
+     * paced), at most 5 s. */
     int held = churn(m, ROUNDS);
+    for (int i = 0; i < 500 && !atomic_load(&forks); i++)
+        held += churn(m, ROUNDS / 10);
     if (by_signal) {
         struct itimerval off = {{0, 0}, {0, 0}};
         setitimer(ITIMER_REAL, &off, NULL);
