@@ -108,17 +108,26 @@ static void print_current(struct fmt *f, int fd, const char *what) {
 static const char *caller_name[] = {"free", "realloc", "malloc_usable_size"};
 
 /* "0xADDR is located N bytes inside of M-byte region [0xS,0xE)" (AddressSanitizer's words). */
-static void describe_location(struct fmt *f, uintptr_t addr, const struct object_info *o) {
+/* "0xADDR is located N bytes WHERE M-byte region [0xS,0xE)" then end (AddressSanitizer's
+ * words): where is "inside of", "to the left of" or "to the right of". */
+static void locate(struct fmt *f, uintptr_t addr, const struct object_info *o, uint64_t n,
+                   const char *where, const char *end) {
     fmt_hex(f, addr);
     fmt_str(f, " is located ");
-    fmt_u64(f, addr - o->start);
-    fmt_str(f, " bytes inside of ");
+    fmt_u64(f, n);
+    fmt_str(f, " bytes ");
+    fmt_str(f, where);
+    fmt_char(f, ' ');
     fmt_u64(f, o->size);
     fmt_str(f, "-byte region [");
     fmt_hex(f, o->start);
     fmt_char(f, ',');
     fmt_hex(f, o->start + o->size);
-    fmt_str(f, ")\n");
+    fmt_str(f, end);
+}
+
+static void describe_location(struct fmt *f, uintptr_t addr, const struct object_info *o) {
+    locate(f, addr, o, addr - o->start, "inside of", ")\n");
 }
 
 void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller who) {
@@ -293,17 +302,10 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
                                          : MSG_WILD_ACCESS);
     fmt_hex(&f, addr);
     fmt_str(&f, write ? " (WRITE)\n" : " (READ)\n");
-    if (beside) { /* (AddressSanitizer's words) */
-        fmt_hex(&f, addr);
-        fmt_str(&f, " is located ");
-        fmt_u64(&f, left ? near.start - addr : addr - (near.start + near.size));
-        fmt_str(&f, left ? " bytes to the left of " : " bytes to the right of ");
-        fmt_u64(&f, near.size);
-        fmt_str(&f, "-byte region [");
-        fmt_hex(&f, near.start);
-        fmt_char(&f, ',');
-        fmt_hex(&f, near.start + near.size);
-        fmt_str(&f, near.state == OBJ_LIVE ? ")\n" : "), which was freed\n");
+    if (beside) {
+        locate(&f, addr, &near, left ? near.start - addr : addr - (near.start + near.size),
+               left ? "to the left of" : "to the right of",
+               near.state == OBJ_LIVE ? ")\n" : "), which was freed\n");
     } else if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_VIEW) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region is a custom-allocator view of ");
