@@ -27,7 +27,6 @@ import argparse
 import csv
 import datetime
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -37,6 +36,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import measure  # noqa: E402
+import run as bench_run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -459,13 +459,7 @@ def command_line(tool):
 
 
 def machine():
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
-            cpu = m.group(1) if m else cpu
-    except OSError:
-        pass
+    """run.py's machine line (CPU, kernel, glibc, commit), plus the peers' versions."""
     versions = []
     for cmd in (["valgrind", "--version"], ["gcc", "-dumpfullversion"]):
         if shutil.which(cmd[0]):
@@ -475,10 +469,7 @@ def machine():
         v = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "electric-fence"],
                            capture_output=True, text=True).stdout.strip()
         versions.append("electric-fence " + (v or "?"))
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip() or "?"
-    return "%d CPUs (%s), Linux %s, glibc %s, %s, oscar commit %s" % (
-        os.cpu_count(), cpu, platform.release(), platform.libc_ver()[1], ", ".join(versions), commit)
+    return "%s; %s" % (bench_run.machine_description(), ", ".join(versions))
 
 
 def main(argv):
