@@ -44,23 +44,28 @@ __attribute__((noinline)) static void clear_stack(void) {
     memset((char *)buf, 0, sizeof buf);
 }
 
-/* Allocate and free `rounds` batches of objects of the freed one's class; how many of the
- * allocations were the freed object? */
-__attribute__((noinline)) static int churn(uintptr_t masked, int rounds) {
+/* Allocate and free `rounds` batches of `batch` (<= BATCH) objects of `size` bytes (the freed
+ * one's class); how many of the allocations were the freed object? */
+__attribute__((noinline)) static int churn_of(uintptr_t masked, int rounds, size_t size,
+                                              int batch) {
     int hits = 0;
-    void *volatile batch[BATCH];
+    void *volatile objs[BATCH];
     for (int r = 0; r < rounds; r++) {
-        for (int i = 0; i < BATCH; i++) {
-            batch[i] = malloc(OBJ_SIZE);
-            if (((uintptr_t)batch[i] ^ MASK) == masked)
+        for (int i = 0; i < batch; i++) {
+            objs[i] = malloc(size);
+            if (((uintptr_t)objs[i] ^ MASK) == masked)
                 hits++;
         }
-        for (int i = 0; i < BATCH; i++) {
-            free(batch[i]);
-            batch[i] = NULL;
+        for (int i = 0; i < batch; i++) {
+            free(objs[i]);
+            objs[i] = NULL;
         }
     }
     return hits;
+}
+
+static inline int churn(uintptr_t masked, int rounds) {
+    return churn_of(masked, rounds, OBJ_SIZE, BATCH);
 }
 
 #define ROUNDS 400

@@ -43,23 +43,6 @@ __attribute__((noinline)) static uintptr_t make_pair(int *adjacent) {
     return (uintptr_t)b ^ MASK;
 }
 
-__attribute__((noinline)) static int churn_big(uintptr_t masked, int rounds) {
-    int hits = 0;
-    void *volatile batch[8];
-    for (int r = 0; r < rounds; r++) {
-        for (int i = 0; i < 8; i++) {
-            batch[i] = malloc(SZ);
-            if (((uintptr_t)batch[i] ^ MASK) == masked)
-                hits++;
-        }
-        for (int i = 0; i < 8; i++) {
-            free(batch[i]);
-            batch[i] = NULL;
-        }
-    }
-    return hits;
-}
-
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     pipe(pipe_go);
@@ -72,7 +55,7 @@ int main(int argc, char **argv) {
     read(pipe_ready[0], &c, 1);
     free_object(masked);
     clear_stack();
-    int reused = churn_big(masked, ROUNDS);
+    int reused = churn_of(masked, ROUNDS, SZ, 8);
     write(pipe_go[1], &c, 1);
     pthread_join(t, NULL);
     printf("adjacent %d\n", adjacent);
