@@ -47,6 +47,11 @@ _TAILJMP = re.compile(r'^\s*(?:bnd\s+)?jmpq?\s+([A-Za-z_$][^\s#*%()]*)\s*(?:#.*)
 _ENDBR = re.compile(r'^\s*endbr(64|32)\s*(?:#.*)?$')
 _COLD = re.compile(r'\.cold(\.\d+)?$')
 _SIZE = re.compile(r'^\s*\.size\s+("?)([^",\s]+)\1\s*,')
+# A section switch; group 3 is the COMDAT group of GCC's "axG" sections (C++ inline functions,
+# templates): a patch site's record goes into the same group, so the linker drops it with the
+# function's code when it keeps another copy.
+_SECTION = re.compile(r'^\s*\.(?:section\s+([^,\s]+)(?:\s*,\s*"([^"]*)"(?:\s*,\s*[@%]\w+)?'
+                      r'(?:\s*,\s*("?)([^",\s]+)\3\s*,\s*comdat)?)?|(text|data|bss)\b)')
 
 
 def _is_instruction(line):
@@ -81,7 +86,7 @@ def _gs(offset):
 
 def _prologue(offset, pic, use_r10):
     if _gs(offset):
-        return ["\tmovq\t(%rsp), %r11", "\tmovq\t%r11, " + GS_SLOT]
+        return ["\tmovq\t(%rsp), %r11", "@SITE@", "\tmovq\t%r11, " + GS_SLOT]
     load = _load_offset(offset, pic)
     if use_r10:
         return (["\tmovq\t(%rsp), %r10"] + load + ["\tmovq\t%r10, (%rsp,%r11)"])
@@ -94,13 +99,79 @@ def _prologue(offset, pic, use_r10):
 def _epilogue(mode, offset, pic, fail_label):
     if _gs(offset):
         if mode == "overwrite":
-            return ["\tmovq\t%s, %%r11" % GS_SLOT, "\tmovq\t%r11, (%rsp)"]
-        return ["\tmovq\t%s, %%r11" % GS_SLOT, "\tcmpq\t%r11, (%rsp)", "\tjne\t" + fail_label]
+            return ["@SITE@", "\tmovq\t%s, %%r11" % GS_SLOT, "\tmovq\t%r11, (%rsp)"]
+        return ["@SITE@", "\tmovq\t%s, %%r11" % GS_SLOT, "\tcmpq\t%r11, (%rsp)",
+                "\tjne\t" + fail_label]
     load = _load_offset(offset, pic)
     if mode == "overwrite":
         return load + ["\tmovq\t(%rsp,%r11), %r11", "\tmovq\t%r11, (%rsp)"]
     return load + ["\tmovq\t(%rsp,%r11), %r11", "\tcmpq\t%r11, (%rsp)",
                    "\tjne\t" + fail_label]
+
+
+# Patch sites (GS addressing): the runtime, when it cannot set the GS base (no FSGSBASE, or
+# OSCAR_PSS_GS=patch), rewrites each `movq %r11, %gs:-0x80(%rsp)` / `movq %gs:-0x80(%rsp), %r11`
+# (6 bytes) into `call THUNK; nop`, THUNK being one of the two below (one copy per linked module:
+# COMDAT). Each site is recorded as a 32-bit PC-relative word in section oscar_pss_gs_sites, and
+# a constructor of the highest priority (also COMDAT) hands the module's table and thunks to the
+# runtime's __oscar_pss_gs_patch before the module's other constructors run. The thunks run at
+# function entry or at a return, where the 16 bytes below %rsp are free (the red zone of a
+# function that has not started, or of one that has ended); they keep every register but %r11,
+# and the flags.
+SITES_SECTION = "oscar_pss_gs_sites"
+_GS_SUPPORT = """\
+\t.section\t.text.__oscar_pss_gs_support,"axG",@progbits,__oscar_pss_gs_register,comdat
+\t.p2align 4
+\t.hidden\t__oscar_pss_gs_store
+\t.type\t__oscar_pss_gs_store, @function
+__oscar_pss_gs_store:
+\t.cfi_startproc
+\tpushq\t%rax
+\t.cfi_adjust_cfa_offset 8
+\tmovq\t__oscar_pss_offset@GOTPCREL(%rip), %rax
+\tmovq\t(%rax), %rax
+\tmovq\t%r11, 16(%rsp,%rax)
+\tpopq\t%rax
+\t.cfi_adjust_cfa_offset -8
+\tret
+\t.cfi_endproc
+\t.size\t__oscar_pss_gs_store, .-__oscar_pss_gs_store
+\t.hidden\t__oscar_pss_gs_load
+\t.type\t__oscar_pss_gs_load, @function
+__oscar_pss_gs_load:
+\t.cfi_startproc
+\tpushq\t%rax
+\t.cfi_adjust_cfa_offset 8
+\tmovq\t__oscar_pss_offset@GOTPCREL(%rip), %rax
+\tmovq\t(%rax), %rax
+\tmovq\t16(%rsp,%rax), %r11
+\tpopq\t%rax
+\t.cfi_adjust_cfa_offset -8
+\tret
+\t.cfi_endproc
+\t.size\t__oscar_pss_gs_load, .-__oscar_pss_gs_load
+\t.hidden\t__oscar_pss_gs_register
+\t.type\t__oscar_pss_gs_register, @function
+__oscar_pss_gs_register:
+\t.cfi_startproc
+\t.hidden\t__start_oscar_pss_gs_sites
+\t.hidden\t__stop_oscar_pss_gs_sites
+\tleaq\t__start_oscar_pss_gs_sites(%rip), %rdi
+\tleaq\t__stop_oscar_pss_gs_sites(%rip), %rsi
+\tleaq\t__oscar_pss_gs_store(%rip), %rdx
+\tleaq\t__oscar_pss_gs_load(%rip), %rcx
+\tjmp\t__oscar_pss_gs_patch@PLT
+\t.cfi_endproc
+\t.size\t__oscar_pss_gs_register, .-__oscar_pss_gs_register
+\t.section\t.init_array.00000,"awG",@init_array,__oscar_pss_gs_register,comdat
+\t.p2align 3
+\t.quad\t__oscar_pss_gs_register"""
+
+
+def _site_record(label, group):
+    flags = '"aG",@progbits,%s,comdat' % group if group else '"a",@progbits'
+    return ["\t.pushsection\t%s,%s" % (SITES_SECTION, flags), "\t.p2align 2",
+            "\t.long\t%s-." % label, "\t.popsection"]
 
 
 def _fail_stub(fail_label, name_label, offset):
@@ -234,8 +305,24 @@ def rewrite(text, mode="check", offset="gs", pic=False):
     names = {}              # function -> label of its name string
     strings = []
     counter = 0
+    group = None            # COMDAT group of the current section
+    sites = []              # labels of the GS instructions (patch sites)
+
+    def emit(instrs):
+        for ins in instrs:
+            if ins == "@SITE@":
+                label = ".Lpss_gs%d" % len(sites)
+                sites.append(label)
+                out.append(label + ":")
+                out.extend(_site_record(label, group))
+            else:
+                out.append(ins)
+
     for line in lines:
         s = line.strip()
+        m = _SECTION.match(line)
+        if m and not in_app:
+            group = m.group(4) if m.group(2) and "G" in m.group(2) else None
         if s == "#APP":
             in_app = True
             out.append(line)
@@ -274,10 +361,10 @@ def rewrite(text, mode="check", offset="gs", pic=False):
                 continue
             if _ENDBR.match(line):
                 out.append(line)
-                out.extend(_prologue(offset, pic, name not in mentions_r10))
+                emit(_prologue(offset, pic, name not in mentions_r10))
                 instrumented.add(name)
                 continue
-            out.extend(_prologue(offset, pic, name not in mentions_r10))
+            emit(_prologue(offset, pic, name not in mentions_r10))
             instrumented.add(name)
             out.append(line)
             continue
@@ -291,7 +378,7 @@ def rewrite(text, mode="check", offset="gs", pic=False):
         if is_ret or is_tail:
             counter += 1
             fail = ".Lpss_fail%d" % counter
-            out.extend(_epilogue(mode, offset, pic, fail))
+            emit(_epilogue(mode, offset, pic, fail))
             out.append(line)
             if mode != "overwrite":
                 if current not in names:
@@ -317,6 +404,8 @@ def rewrite(text, mode="check", offset="gs", pic=False):
                 "\t.type\t__oscar_pss_uses_gs, @object",
                 "\t.size\t__oscar_pss_uses_gs, 1",
                 "__oscar_pss_uses_gs:", "\t.byte\t1", "\t.popsection"]
+    if sites:
+        out.append(_GS_SUPPORT)
     if offset in ("random", "gs-random") and instrumented:
         # Tells the runtime to draw a per-process offset (weak: one per object is fine).
         out += ['\t.pushsection\t.rodata.oscar_pss_random,"a",@progbits',

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -60,6 +61,9 @@
  * shadows are mapped at both offsets (objects built with the fixed one may be linked in too). */
 __attribute__((aligned(4096), visibility("default"))) long __oscar_pss_offset[PAGE / sizeof(long)] = {
     PSS_FIXED_OFFSET};
+/* The same, for the runtime's own code (no interposition, no GOT). */
+extern __typeof(__oscar_pss_offset) pss_gs_offset
+    __attribute__((alias("__oscar_pss_offset"), visibility("hidden")));
 extern char __oscar_pss_uses_random __attribute__((weak));
 /* Defined (weak) by code that addresses the copy as %gs:(%rsp) (the default, pss_rewrite.py's
  * "gs"): the GS base holds the offset (set with WRGSBASE below; threads and fork children
@@ -229,6 +233,41 @@ static int main_stack_top(uintptr_t *top) {
     return found;
 }
 
+/* ---- the GS base ---- */
+
+/* How code built with GS addressing finds its copies: GS_HARDWARE, the GS base holds the offset
+ * (+ PSS_SKEW), set with WRGSBASE; GS_PATCHED, the CPU or kernel lacks FSGSBASE (or
+ * OSCAR_PSS_GS=patch asks for this path): arch_prctl(ARCH_SET_GS) cannot set the base, because
+ * the kernel refuses any base outside the user half (EPERM) and the offset is negative, so each
+ * module's GS instructions are rewritten at load time into calls of its thunks
+ * (__oscar_pss_gs_patch, called by the module's first constructor: pss_rewrite.py). The GS base
+ * is then set (arch_prctl, which takes a user-half base) to GS_POISON, where every address
+ * %gs:-0x80(%rsp) is non-canonical: code that still uses the GS base faults at once instead of
+ * keeping its copy in its own red zone. */
+enum { GS_UNSET, GS_HARDWARE, GS_PATCHED };
+static int gs_state;
+#define GS_POISON 0x7fff00000000L
+#ifndef ARCH_SET_GS
+#define ARCH_SET_GS 0x1001
+#endif
+
+static int gs_forced_patch(void) {
+    const char *v = getenv("OSCAR_PSS_GS");
+    return v && strcmp(v, "patch") == 0;
+}
+
+static void gs_setup(long base) {
+    if (gs_state != GS_UNSET)
+        return;
+    if ((getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) && !gs_forced_patch()) {
+        __asm__ volatile("wrgsbase %0" ::"r"(base) : "memory");
+        gs_state = GS_HARDWARE;
+        return;
+    }
+    gs_state = GS_PATCHED;
+    syscall(SYS_arch_prctl, ARCH_SET_GS, GS_POISON); /* best effort: a guard, not a need */
+}
+
 static int initialized;
 
 static void pss_init(void) {
@@ -251,13 +290,7 @@ static void pss_init(void) {
      * code's displacement takes off again): the random one when some code asked for it, the
      * fixed one otherwise (both are mapped below). */
     long base = (noffsets == 2 ? offsets[1] : PSS_FIXED_OFFSET) + PSS_SKEW;
-    if (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) {
-        __asm__ volatile("wrgsbase %0" ::"r"(base) : "memory");
-    } else if (&__oscar_pss_uses_gs) {
-        out("oscar: cannot set the shadow stack's offset in the GS base (no FSGSBASE: the CPU or "
-            "the kernel is too old; build with oscar cc --offset=immediate)\n");
-        die();
-    }
+    gs_setup(base);
     uintptr_t top;
     if (main_stack_top(&top) != 0) {
         /* No [stack] line: use the current frame's page and the limit below it. */
@@ -277,6 +310,64 @@ static void pss_init(void) {
 }
 
 __attribute__((constructor(101))) static void pss_constructor(void) { pss_init(); }
+
+/* The encodings pss_rewrite.py's GS sites assemble to (movq %r11, %gs:-0x80(%rsp) and
+ * movq %gs:-0x80(%rsp), %r11), and what they become: call rel32 to the thunk, then a nop. */
+static const unsigned char GS_STORE[6] = {0x65, 0x4c, 0x89, 0x5c, 0x24, 0x80};
+static const unsigned char GS_LOAD[6] = {0x65, 0x4c, 0x8b, 0x5c, 0x24, 0x80};
+
+__attribute__((noreturn)) static void fatal_patch(uintptr_t at, const char *why) {
+    out("oscar: cannot set the shadow stack's offset in the GS base (no FSGSBASE) nor patch the "
+        "code at ");
+    out_hex(at);
+    out(" (");
+    out(why);
+    out("); build with oscar cc --offset=immediate\n");
+    die();
+}
+
+/* Called by each module's highest-priority constructor (pss_rewrite.py's
+ * __oscar_pss_gs_register) with its table of sites and its two thunks. With the GS base set by
+ * WRGSBASE there is nothing to do; otherwise every site is rewritten, the module's code pages
+ * made writable for the time of it (they become private copies: the cost of this path, with a
+ * call and a return more at each entry and return). */
+__attribute__((visibility("default"))) void __oscar_pss_gs_patch(const int32_t *start,
+                                                                 const int32_t *stop,
+                                                                 void *store, void *load) {
+    pss_init();
+    if (gs_state != GS_PATCHED || start >= stop)
+        return;
+    pthread_mutex_lock(&shadows_lock);
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (const int32_t *e = start; e < stop; e++) {
+        uintptr_t at = (uintptr_t)e + (uintptr_t)(intptr_t)*e;
+        lo = at < lo ? at : lo;
+        hi = at + 6 > hi ? at + 6 : hi;
+    }
+    lo &= ~(PAGE - 1);
+    hi = (hi + PAGE - 1) & ~(PAGE - 1);
+    if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0)
+        fatal_patch(lo, errno == EACCES ? "mprotect: permission denied" : "mprotect failed");
+    for (const int32_t *e = start; e < stop; e++) {
+        unsigned char *at = (unsigned char *)e + *e;
+        const unsigned char *thunk;
+        if (memcmp(at, GS_STORE, 6) == 0)
+            thunk = store;
+        else if (memcmp(at, GS_LOAD, 6) == 0)
+            thunk = load;
+        else if (at[0] == 0xe8 && at[5] == 0x90)
+            continue; /* patched already */
+        else
+            fatal_patch((uintptr_t)at, "unexpected instruction");
+        int32_t rel = (int32_t)((intptr_t)thunk - (intptr_t)(at + 5));
+        at[0] = 0xe8;
+        memcpy(at + 1, &rel, 4);
+        at[5] = 0x90;
+    }
+    if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC) != 0)
+        fatal_patch(lo, "mprotect failed");
+    pthread_mutex_unlock(&shadows_lock);
+}
 
 /* ---- threads ---- */
 
@@ -459,8 +550,9 @@ __asm__(".text\n"
         ".cfi_startproc\n"
         "\tmovq 8(%rsp), %rsi\n"
         "\tleaq 8(%rsp), %rdx\n"
-        "\trdgsbase %rcx\n"
-        "\tsubq $0x80, %rcx\n" /* PSS_SKEW: the code addresses %gs:-0x80(%rsp) */
+        /* The offset of the GS code (the GS base - PSS_SKEW), without rdgsbase, which faults
+         * where the code was patched for want of FSGSBASE. */
+        "\tmovq pss_gs_offset(%rip), %rcx\n"
         "\tcall pss_report\n"
         "\thlt\n"
         ".cfi_endproc\n"

@@ -70,9 +70,9 @@ def build(oscar, tmp_path, source, opt, how, extra=()):
     return out
 
 
-def run(path, *args, timeout=60):
+def run(path, *args, timeout=60, env=None):
     return subprocess.run([str(path)] + list(args), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+                          stderr=subprocess.PIPE, text=True, timeout=timeout, env=env)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,3 +369,102 @@ def test_gs_base_is_the_offset_in_every_thread(oscar, tmp_path):
             assert values["main"] == expect
         else:
             assert -(40 << 40) <= values["main"] < -(3 << 40) and values["main"] % 4096 == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Without FSGSBASE: the runtime patches the GS instructions into calls of thunks
+# (OSCAR_PSS_GS=patch takes that path on a machine that has FSGSBASE)
+
+PATCH_ENV = dict(os.environ, OSCAR_PSS_GS="patch")
+GS_POISON = 0x7FFF00000000  # runtime.c: where %gs:-0x80(%rsp) is never a canonical address
+
+
+@pytest.mark.parametrize("opt", ["O0", "O2"])
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_patched_attack_stopped(oscar, tmp_path, opt, where):
+    prog = build(oscar, tmp_path, "attack.c", opt, "check")
+    proc = run(prog, "32", where, env=PATCH_ENV)
+    assert proc.returncode == -signal.SIGABRT, (proc.stdout, proc.stderr)
+    win = proc.stdout.splitlines()[0].split("=")[1]
+    m = REPORT.match(proc.stderr.splitlines()[0])
+    assert m and m.group(1) == "vulnerable", proc.stderr
+    assert m.group(3) == win and m.group(2) != win
+    if opt == "O2":
+        proc = run(build(oscar, tmp_path, "attack.c", opt, "overwrite"), "32", where,
+                   env=PATCH_ENV)
+        assert proc.returncode == 0 and proc.stderr == "", (proc.stdout, proc.stderr)
+        assert proc.stdout.splitlines()[-1] == "returned normally"
+
+
+@pytest.mark.parametrize("source", ["threads.c", "callbacks.c", "longjmp.c", "exceptions.cc"])
+def test_patched_same_output_as_plain(oscar, tmp_path, source):
+    plain = run(build(oscar, tmp_path, source, "O2", "plain"))
+    assert plain.returncode == 0, plain.stderr
+    for how in ("check", "overwrite", "random"):
+        proc = run(build(oscar, tmp_path, source, "O2", how), env=PATCH_ENV)
+        assert proc.returncode == 0, (how, proc.stderr)
+        assert (proc.stdout, proc.stderr) == (plain.stdout, plain.stderr), how
+
+
+def test_patched_code_and_gs_base(oscar, tmp_path):
+    """The code of the program and of a dlopen'ed library is patched (no GS instruction is left
+    at an entry), the GS base is the poison value in every thread and fork child, and the code
+    is left alone (GS base = the offset) where FSGSBASE is used."""
+    (tmp_path / "lib.c").write_text(
+        "#include <string.h>\n"
+        "int lib_copy(const char *in, unsigned long n) { char buf[16]; memcpy(buf, in, n);"
+        " return buf[0]; }\n")
+    (tmp_path / "gsp.c").write_text(
+        "#include <dlfcn.h>\n#include <pthread.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "#include <sys/auxv.h>\n#include <sys/wait.h>\n#include <unistd.h>\n"
+        "static long base(void) { long b = -1; if (getauxval(AT_HWCAP2) & 2)"
+        " __asm__ volatile(\"rdgsbase %0\" : \"=r\"(b)); return b; }\n"
+        "static const unsigned char ST[6] = {0x65, 0x4c, 0x89, 0x5c, 0x24, 0x80};\n"
+        "static const char *code(const void *f) { const unsigned char *p = f;"
+        " for (int i = 0; i < 24; i++) { if (!memcmp(p + i, ST, 6)) return \"gs\";"
+        " if (p[i] == 0xe8 && p[i + 5] == 0x90) return \"call\"; } return \"?\"; }\n"
+        "__attribute__((noinline)) int twice(int x) { volatile char b[8]; b[3] = (char)x;"
+        " return b[3] * 2; }\n"
+        "static void *t(void *p) { (void)p; printf(\"thread %ld\\n\", base()); return 0; }\n"
+        "int main(int argc, char **argv) { (void)argc;\n"
+        " printf(\"main %ld\\n\", base()); fflush(stdout);\n"
+        " pthread_t th; pthread_create(&th, 0, t, 0); pthread_join(th, 0); fflush(stdout);\n"
+        " if (fork() == 0) { printf(\"child %ld\\n\", base()); fflush(stdout); _exit(0); }\n"
+        " wait(0);\n"
+        " void *h = dlopen(argv[1], RTLD_NOW); if (!h) return 3;\n"
+        " int (*copy)(const char *, unsigned long) = (int (*)(const char *, unsigned long))"
+        "dlsym(h, \"lib_copy\");\n"
+        " printf(\"code %s %s\\n\", code((void *)twice), code((void *)copy));\n"
+        " printf(\"results %d %d\\n\", twice(3), copy(\"abcdefgh\", 8)); fflush(stdout);\n"
+        " static char big[64]; memset(big, 0x41, sizeof big); return copy(big, sizeof big); }\n")
+    lib = tmp_path / "libl.so"
+    prog = tmp_path / "gsp"
+    subprocess.run(oscar + ["--", GCC, "-O2", "-fPIC", "-shared", "-fno-stack-protector", "-o",
+                            str(lib), str(tmp_path / "lib.c")], check=True)
+    subprocess.run(oscar + ["--", GCC, "-O2", "-pthread", "-o", str(prog),
+                            str(tmp_path / "gsp.c"), "-ldl"], check=True)
+    hw = bool(os.path.exists("/proc/self/auxv") and _hwcap2() & 2)
+    for env, base, code in ((PATCH_ENV, GS_POISON, "call call"),
+                            (None, -0x21F3B5C7000, "gs gs")):
+        if env is None and not hw:
+            continue
+        proc = run(prog, str(lib), env=env)
+        # The library's overflow is caught in both cases (its return address was copied).
+        assert proc.returncode == -signal.SIGABRT, (proc.stdout, proc.stderr)
+        m = REPORT.match(proc.stderr.splitlines()[0])
+        assert m and m.group(1) == "lib_copy" and m.group(3) == "0x4141414141414141"
+        lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+        assert lines["code"] == code, proc.stdout
+        assert lines["results"] == "6 97"
+        if hw:
+            assert {lines["main"], lines["thread"], lines["child"]} == {str(base)}, lines
+
+
+def _hwcap2():
+    import struct
+    data = open("/proc/self/auxv", "rb").read()
+    for i in range(0, len(data), 16):
+        key, value = struct.unpack("QQ", data[i:i + 16])
+        if key == 26:  # AT_HWCAP2
+            return value
+    return 0
