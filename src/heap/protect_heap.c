@@ -783,6 +783,16 @@ static bool due(void) {
     return !at || os_monotonic_ns() >= at; /* (the clock is read only past the trigger) */
 }
 
+#define URGENT (2 * PACE_SLACK)
+bool ph_quarantine_urgent(void) {
+    int64_t q = atomic_load_explicit(&quar_bytes, memory_order_relaxed) -
+                atomic_load_explicit(&held_bytes, memory_order_relaxed);
+    int64_t live = atomic_load_explicit(&live_bytes, memory_order_relaxed);
+    int64_t trigger = trigger_floor > live * trigger_share / 100 ? trigger_floor
+                                                                  : live * trigger_share / 100;
+    return q >= URGENT * trigger;
+}
+
 static bool quarantined(size_t bytes) {
     struct ph_tc *tc = ph_tc;
     if (unlikely(tc->state != TC_LIVE))

@@ -132,6 +132,9 @@ void ph_release_large(size_t page);
  * long the mark took (stop and release: the next one is paced by it). */
 void ph_after_mark(uint64_t released_bytes, uint64_t held_bytes, uint64_t released_objects,
                    uint64_t held_objects, uint64_t mark_ns);
+/* The quarantine is far past its trigger (URGENT times it) while a concurrent mark runs: the
+ * freeing thread waits for the mark instead of letting it grow further. */
+bool ph_quarantine_urgent(void);
 /* Fold every thread's counters into stats (at exit and before a mark's figures). */
 void ph_fold_all(void);
 /* fork: take every heap lock / release them in the parent / in the child. */

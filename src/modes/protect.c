@@ -194,7 +194,7 @@ void *protect_realloc(void *p, size_t size) {
     return q;
 }
 int protect_trim(void) {
-    mark_run(); /* (first the quarantine: what a mark releases may empty whole pages) */
+    mark_wait(); /* (first the quarantine: what a mark releases may empty whole pages) */
     return ph_trim();
 }
 

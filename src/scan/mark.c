@@ -20,6 +20,8 @@
 #include "base/stats.h"
 #include "heap/protect_heap.h"
 #include "os/os.h"
+#include "os/ownthread.h"
+#include "os/wtrack.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -30,6 +32,7 @@
 #pragma weak world_resume
 #pragma weak roots_for_each
 #pragma weak roots_read_guarded
+#pragma weak world_park_signal
 
 static atomic_int marking;
 /* fork against stopping the world (Dekker style, seq_cst): a fork in flight (prepare to
@@ -269,7 +272,10 @@ static void scan(uintptr_t lo, uintptr_t hi) {
     if (p >= e)
         return;
     ms.scanned += (uintptr_t)e - (uintptr_t)p;
+    /* The value is kept, not read again: while the world runs (a concurrent mark) the word
+     * may change in between (a free zeroing it). */
     const uintptr_t *hit[CHUNK];
+    uintptr_t val[CHUNK];
     while (p < e) {
         const uintptr_t *c = e - p > CHUNK ? p + CHUNK : e;
         unsigned n = 0;
@@ -277,12 +283,13 @@ static void scan(uintptr_t lo, uintptr_t hi) {
             uintptr_t w = *p;
             if (unlikely(w - base < span)) {
                 __builtin_prefetch((const void *)&ph.cand[((w - base) >> 4) / 64 * 2]);
-                hit[n++] = p;
+                hit[n] = p;
+                val[n++] = w;
             }
         }
         for (unsigned k = 0; k < n; k++) {
             ms.where = (uintptr_t)hit[k];
-            mark_addr(*hit[k]);
+            mark_addr(val[k]);
         }
     }
 }
@@ -361,15 +368,21 @@ static void candidates(size_t used) {
     }
 }
 
-/* The heap's live objects. */
-static void scan_heap(size_t used) {
-    for (size_t i = 0; i < used; i++) {
+/* The live objects of pages [first, last). While the world runs (a concurrent mark), a page
+ * may be handed to another size class under us: its geometry is then read half old, half
+ * new, so every range is kept inside the page or the run, and a run's length at least 1 (a
+ * page so changed was written after the write tracking began: it is read again, whole, with
+ * the world stopped). */
+static void scan_heap(size_t first, size_t last) {
+    for (size_t i = first; i < last; i++) {
         struct ph_page *pg = &ph.pages[i];
         unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
         uintptr_t base = ph_page_base(i);
         if (kind == PHK_SMALL) {
             _Atomic uint16_t *slot = ph.meta[i].slot;
             unsigned n = pg->nslots, size = pg->slot_size;
+            if (!size || (size_t)n * size > PH_PAGE)
+                continue;
             unsigned run = 0; /* live slots [s - run, s) not scanned yet: one scan for them */
             for (unsigned s = 0; s < n; s++) {
                 if (s % 4 == 0 && n - s >= 4 && !ms.dangling &&
@@ -398,13 +411,52 @@ static void scan_heap(size_t used) {
                 scan(base + (uintptr_t)(n - run) * size, base + (uintptr_t)n * size);
         } else if (kind == PHK_LARGE) {
             uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
+            size_t run = pg->run ? pg->run : 1, len = align_up(pg->large_size, OSCAR_PAGE);
+            if (run > last - i)
+                run = last - i;
+            if (len > run << PH_PAGE_SHIFT)
+                len = run << PH_PAGE_SHIFT;
             if (st == PHS_LIVE) {
                 ms.obj = base;
                 ms.obj_size = pg->large_size;
-                scan(base, base + align_up(pg->large_size, OSCAR_PAGE));
+                scan(base, base + len);
             }
-            i += pg->run - 1;
+            i += run - 1;
         }
+    }
+}
+
+/* The live objects that overlap [lo, hi) (pages written during a concurrent mark): a small
+ * page's live slots, whole; of a large object, the part inside [lo, hi). *done: the last small
+ * page read (a run of written pages visits it once). */
+static void scan_written(uintptr_t lo, uintptr_t hi, size_t used, size_t *done) {
+    for (uintptr_t a = lo; a < hi;) {
+        size_t i = ph_index(a);
+        if (i >= used)
+            return;
+        struct ph_page *pg = &ph.pages[i];
+        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+        uintptr_t next = ph_page_base(i + 1);
+        if (kind == PHK_SMALL) {
+            if (*done != i)
+                scan_heap(i, i + 1);
+            *done = i;
+        } else if (kind == PHK_LARGE || kind == PHK_TAIL) {
+            size_t h = kind == PHK_TAIL && pg->run <= i ? i - pg->run : i;
+            struct ph_page *hp = &ph.pages[h];
+            if (h < used && atomic_load_explicit(&hp->kind, memory_order_acquire) == PHK_LARGE &&
+                atomic_load_explicit(&hp->lstate, memory_order_relaxed) == PHS_LIVE) {
+                uintptr_t b = ph_page_base(h), e = b + align_up(hp->large_size, OSCAR_PAGE);
+                uintptr_t from = a > b ? a : b, to = hi < e ? hi : e;
+                if (to > next)
+                    to = next;
+                ms.obj = b;
+                ms.obj_size = hp->large_size;
+                if (from < to)
+                    scan(from, to);
+            }
+        }
+        a = next;
     }
 }
 
@@ -478,13 +530,16 @@ static void release_page(size_t i, struct tally *t, bool release) {
     }
 }
 
-static void release_heap(size_t used, struct tally *t, bool release) {
-    if (!cand_pages) {
+static void release_heap(size_t used, struct tally *t, bool release, bool every_page) {
+    if (!cand_pages || every_page) {
         for (size_t i = 0; i < used; i++) {
             unsigned kind = atomic_load_explicit(&ph.pages[i].kind, memory_order_acquire);
             if (kind == PHK_SMALL || kind == PHK_LARGE)
                 release_page(i, t, release);
         }
+        if (cand_pages)
+            for (size_t w = 0; w < (used + 63) / 64; w++)
+                cand_pages[w] = 0;
         return;
     }
     for (size_t w = 0; w < (used + 63) / 64; w++) {
@@ -547,14 +602,16 @@ __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t
     if (err)
         return err;
     ms.name = NULL;
-    scan_heap(used);
+    scan_heap(0, used);
     return 0;
 }
 
-/* Undo pass 1's CAND states when the roots could not be read: nothing is released. */
-static void unmark(size_t used) {
+/* Undo pass 1's CAND states when the roots could not be read: nothing is released. Every
+ * page: a fork child undoing a mark that was stopped in the middle of candidates() (a page's
+ * slots made CAND before its bit in cand_pages was set). */
+static void unmark(size_t used, bool every_page) {
     struct tally ignored = {0, 0, 0, 0};
-    release_heap(used, &ignored, false);
+    release_heap(used, &ignored, false, every_page);
 }
 
 /* mark_run: push the callee-saved registers (the caller's values: the only copies of some
@@ -585,8 +642,12 @@ __asm__(".text\n"
         ".size mark_run, .-mark_run\n");
 
 void mark_body(const uintptr_t *saved);
-static void mark_body_locked(const uintptr_t *saved);
-__attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintptr_t *saved) {
+static int mark_body_locked(const uintptr_t *saved, bool open_tracking);
+static bool concurrent_request(void);
+static int open_trackers(void);
+
+/* The synchronous mark, on the calling thread, the world stopped throughout pass 1. */
+static void mark_here(const uintptr_t *saved) {
     /* No signal handler of the program runs on this thread during the mark: it could move a
      * pointer below the stack the mark reads, or fork while the mark holds the world (fork's
      * prepare would then wait for this very mark). Fault signals stay open (guarded reads).
@@ -601,19 +662,20 @@ __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintp
         return;
     }
     in_mark = 1;
-    mark_body_locked(saved);
+    mark_body_locked(saved, false);
     in_mark = 0;
     atomic_store_explicit(&marking, 0, memory_order_release);
     os_sigprocmask(SIG_SETMASK, &old, NULL); /* (after: a pending handler may fork) */
 }
 
-static void mark_body_locked(const uintptr_t *saved) {
-    if (!world_stop || !world_resume || !roots_for_each || !roots_read_guarded) {
-        warn_once("this build has no stop-the-world or roots module");
-        stats_add(STAT_SCAN_SKIPPED, 1);
-        return;
-    }
-    uint64_t t0 = os_monotonic_ns();
+__attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintptr_t *saved) {
+    if (!concurrent_request())
+        mark_here(saved);
+}
+
+/* Freeze the world against forks (see `stopping`) and stop it. 0 or -errno; on success the
+ * caller ends with world_resume() and `stopping` cleared. */
+static int stop_world(void) {
     for (;;) {
         atomic_store(&stopping, 1);
         if (!atomic_load(&forking))
@@ -622,19 +684,38 @@ static void mark_body_locked(const uintptr_t *saved) {
         os_yield(); /* (a fork takes about a millisecond) */
     }
     int err = world_stop();
-    if (err) {
+    if (err)
         atomic_store(&stopping, 0);
+    return err;
+}
+
+static void resume_world(void) {
+    world_resume();
+    atomic_store(&stopping, 0);
+}
+
+/* open_tracking: also open the write tracker while the world is stopped (the marker thread:
+ * its next rounds are concurrent); its error is returned (0: open, or not asked for). */
+static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
+    if (!world_stop || !world_resume || !roots_for_each || !roots_read_guarded) {
+        warn_once("this build has no stop-the-world or roots module");
         stats_add(STAT_SCAN_SKIPPED, 1);
-        return;
+        return 0;
     }
+    uint64_t t0 = os_monotonic_ns();
+    if (stop_world() != 0) {
+        stats_add(STAT_SCAN_SKIPPED, 1);
+        return 0;
+    }
+    /* Locks held: the world lock only. The parked threads may hold any other. */
+    int track_err = open_tracking ? open_trackers() : 0;
     size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     ms.scanned = 0;
     ms.printed = 0;
-    err = mark_stopped(saved, used);
+    int err = mark_stopped(saved, used);
     if (err)
-        unmark(used);
-    world_resume();
-    atomic_store(&stopping, 0);
+        unmark(used, false);
+    resume_world();
     uint64_t t1 = os_monotonic_ns();
     stats_add(STAT_SCAN_ROUNDS, 1);
     stats_add(STAT_SCAN_BYTES, (int64_t)ms.scanned);
@@ -642,16 +723,269 @@ static void mark_body_locked(const uintptr_t *saved) {
     if (err) {
         warn_once("cannot read the process's mappings");
         stats_add(STAT_SCAN_SKIPPED, 1);
-        return;
+        return track_err;
     }
     struct tally t = {0, 0, 0, 0};
-    release_heap(used, &t, true);
+    release_heap(used, &t, true, false);
     ph_after_mark(t.released, t.held, t.released_objects, t.held_objects,
                   os_monotonic_ns() - t0);
+    return track_err;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The concurrent mark (OSCAR_MARK=auto or concurrent, Linux 6.7+): a thread of Oscar's own
+ * marks while the program runs. The heap's pages are write-protected first (os/wtrack.h);
+ * the live objects are read with the world running; the pages written meanwhile are read
+ * again, once or twice while the world runs, then a last time with the world stopped,
+ * together with every root (stacks, registers, globals, mappings) and the pages handed out
+ * since the mark began. A pointer to a candidate can then not hide: wherever the program
+ * moved it, the place was either read after the move (a root, a written page, a new page)
+ * or still holds it.
+ *
+ * Requests come from free() (mark_run): a futex word counts them, the marker answers each
+ * round with `done`. */
+
+enum { CM_UNKNOWN, CM_OFF }; /* CM_OFF: marks are not concurrent here (no tracking, no thread) */
+#define MARKER_STACK (1UL << 20)
+#define RUNS_MAX 512
+#define PRECLEAN_ROUNDS 2
+
+static struct {
+    int setting;              /* OPT_MARK: 0 auto, 1 concurrent, 2 stop (set at init) */
+    bool verbose;             /* OPT_VERBOSE (set at init) */
+    atomic_int state;         /* CM_*: the marker thread and write tracking work */
+    atomic_int started;       /* the marker thread was started in this process */
+    _Atomic uint32_t want;    /* rounds asked for (futex word; the marker waits on it) */
+    _Atomic uint32_t done;    /* rounds finished (futex word; an urgent free waits on it) */
+    /* Kept open from one round to the next (opened with the world stopped: see wtrack.h),
+     * high and close-on-exec; -1 when not open. Marker thread only (and a fork child). */
+    struct wtrack wt;         /* the heap's write tracker */
+    int pm;                   /* /proc/self/pagemap */
+    uint64_t pm_dev, pm_ino;  /* its identity (the program may close or replace it) */
+    struct wtrack_run runs[RUNS_MAX]; /* PAGEMAP_SCAN's answers (marker only) */
+} cm = {.wt = {.fd = -1}, .pm = -1};
+
+static void say_stopped_marks(int err) {
+    static atomic_int said;
+    if ((cm.setting != 1 && !cm.verbose) || atomic_exchange(&said, 1))
+        return;
+    char buf[256];
+    struct fmt f = FMT_INIT(buf);
+    msg_start(&f, MSG_MARK_STOPPED);
+    fmt_str(&f, err == EPERM    ? "userfaultfd is not allowed here"
+                : err == EAGAIN ? "the marking thread could not be started"
+                                : "this kernel has no asynchronous write-protect (Linux 6.7+)");
+    fmt_str(&f, ", errno ");
+    fmt_i64(&f, err);
+    fmt_str(&f, "): every mark stops the world while it reads the heap\n");
+    fmt_flush(&f, 2);
+}
+
+static bool pagemap_valid(void) {
+    uint64_t dev, ino;
+    return cm.pm >= 0 && os_fd_id(cm.pm, &dev, &ino) == 0 && dev == cm.pm_dev &&
+           ino == cm.pm_ino;
+}
+
+/* With the world stopped (no thread of the program opens a descriptor meanwhile): the write
+ * tracker and the pagemap descriptor, if not open or no longer ours. 0 or an errno value. */
+static int open_trackers(void) {
+    if (!wtrack_valid(&cm.wt)) {
+        int err = wtrack_open(&cm.wt);
+        if (err)
+            return err;
+    }
+    if (!pagemap_valid()) {
+        long pm = os_open_read("/proc/self/pagemap");
+        if (pm < 0)
+            return (int)-pm;
+        cm.pm = wtrack_fd_high((int)pm);
+        if (os_fd_id(cm.pm, &cm.pm_dev, &cm.pm_ino) != 0) {
+            os_close(cm.pm);
+            cm.pm = -1;
+            return EBADF;
+        }
+    }
+    return 0;
+}
+
+/* Read again the live objects on the pages of [0, used) written since they were protected
+ * (reprotect: protect them again in the same step, for the next call). The number of
+ * written runs, or -1: the tracking was lost (every page must be read again). */
+static long rescan_written(int pagemap_fd, size_t used, bool reprotect) {
+    uintptr_t from = ph.lo, hi = ph_page_base(used);
+    size_t done_page = (size_t)-1;
+    long total = 0;
+    while (from < hi) {
+        long n = wtrack_written(pagemap_fd, &from, hi, cm.runs, RUNS_MAX, reprotect);
+        if (n < 0)
+            return -1;
+        for (long k = 0; k < n; k++)
+            scan_written(cm.runs[k].lo, cm.runs[k].hi, used, &done_page);
+        total += n;
+        if (n < RUNS_MAX && from < hi && n == 0)
+            break;
+    }
+    return total;
+}
+
+/* One concurrent round, on the marker thread. false: the trackers are not open (the caller
+ * runs a stopped round, which opens them) or cannot protect the heap; nothing was changed. */
+static bool concurrent_round(void) {
+    uint64_t t0 = os_monotonic_ns();
+    size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
+    if (!used)
+        return true;
+    if (!wtrack_valid(&cm.wt) || !pagemap_valid() ||
+        wtrack_protect(&cm.wt, ph.lo, used << PH_PAGE_SHIFT, true) != 0)
+        return false;
+    ms.scanned = 0;
+    ms.printed = 0;
+    candidates(used);
+    ms.name = NULL;
+    scan_heap(0, used); /* (the world running) */
+    bool lost = false;
+    for (int r = 0; r < PRECLEAN_ROUNDS && !lost; r++) {
+        long n = rescan_written(cm.pm, used, true);
+        lost = n < 0;
+        if (n < 16)
+            break;
+    }
+    static struct root_range ex[1 + OS_META_RANGES_MAX];
+    size_t nex = 0;
+    ex[nex++] = (struct root_range){ph.lo, ph.hi};
+    for (size_t i = 0, n = os_meta_count(); i < n; i++)
+        if (os_meta_range(i, &ex[nex].lo, &ex[nex].hi))
+            nex++;
+    uint64_t s0 = os_monotonic_ns();
+    int err = stop_world();
+    if (err) {
+        wtrack_protect(&cm.wt, ph.lo, used << PH_PAGE_SHIFT, false);
+        unmark(used, false);
+        stats_add(STAT_SCAN_SKIPPED, 1);
+        return true;
+    }
+    /* Stopped: every root; the written pages; the pages handed out since the round began.
+     * (Locks held: the world lock only. The parked threads may hold any other.) */
+    err = roots_for_each(scan_root, NULL, ex, nex, 0);
+    ms.name = NULL;
+    if (!err && !lost)
+        lost = rescan_written(cm.pm, used, false) < 0;
+    size_t now = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
+    if (!err)
+        scan_heap(lost ? 0 : used, now);
+    if (!err && lost)
+        open_trackers(); /* (the program closed one: the next round opens it again) */
+    if (err)
+        unmark(used, false);
+    resume_world();
+    uint64_t s1 = os_monotonic_ns();
+    wtrack_protect(&cm.wt, ph.lo, used << PH_PAGE_SHIFT, false);
+    stats_add(STAT_SCAN_ROUNDS, 1);
+    stats_add(STAT_SCAN_BYTES, (int64_t)ms.scanned);
+    stats_add(STAT_SCAN_CONCURRENT_ROUNDS, 1);
+    note_pause((s1 - s0) / 1000);
+    if (err) {
+        warn_once("cannot read the process's mappings");
+        stats_add(STAT_SCAN_SKIPPED, 1);
+        return true;
+    }
+    struct tally t = {0, 0, 0, 0};
+    release_heap(used, &t, true, false);
+    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects,
+                  os_monotonic_ns() - t0);
+    return true;
+}
+
+static void *marker_main(void *arg) {
+    (void)arg;
+    in_mark = 1; /* (this thread does nothing else) */
+    for (;;) {
+        uint32_t d = atomic_load(&cm.done);
+        while (atomic_load(&cm.want) == d)
+            os_futex_wait(&cm.want, d, 0);
+        uint32_t w = atomic_load(&cm.want);
+        if (!atomic_exchange_explicit(&marking, 1, memory_order_acquire)) {
+            if (!concurrent_round()) {
+                /* A round with the world stopped (this thread's stack is Oscar's metadata,
+                 * no root), which opens the trackers while it is stopped. */
+                int err = mark_body_locked(NULL, true);
+                if (err) {
+                    atomic_store(&cm.state, CM_OFF);
+                    say_stopped_marks(err);
+                }
+            }
+            atomic_store_explicit(&marking, 0, memory_order_release);
+        }
+        atomic_store(&cm.done, w);
+        os_futex_wake(&cm.done, 1 << 30);
+    }
+    return NULL;
+}
+
+/* Start the marker thread once per process (a fork child starts its own). */
+static bool marker_started(void) {
+    if (atomic_load_explicit(&cm.started, memory_order_acquire))
+        return true;
+    static atomic_flag starting = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&starting))
+        return false; /* another thread is starting it: mark here this time */
+    bool ok = false;
+    int err;
+    void *stack = os_alloc_meta(MARKER_STACK, &err); /* (metadata: never a root) */
+    if (stack) {
+        sigset_t open;
+        sigemptyset(&open);
+        sigaddset(&open, SIGSEGV);
+        sigaddset(&open, SIGBUS);
+        sigaddset(&open, world_park_signal());
+        ok = os_thread_start(marker_main, NULL, stack, MARKER_STACK, &open, "oscar-mark") == 0;
+    }
+    if (ok) {
+        atomic_store_explicit(&cm.started, 1, memory_order_release);
+    } else {
+        atomic_store(&cm.state, CM_OFF);
+        say_stopped_marks(EAGAIN);
+    }
+    atomic_flag_clear(&starting);
+    return ok;
+}
+
+/* Hand the round to the marker thread. false: marks are not concurrent here (the caller
+ * marks itself). An urgent caller (the quarantine far past its trigger) waits for the round. */
+static bool concurrent_request(void) {
+    if (cm.setting == 2 || atomic_load_explicit(&cm.state, memory_order_relaxed) == CM_OFF ||
+        in_mark || !world_park_signal)
+        return false;
+    if (!marker_started())
+        return atomic_load(&cm.state) != CM_OFF; /* (being started: nothing this time) */
+    uint32_t d = atomic_load(&cm.done), w = atomic_load(&cm.want);
+    if (w == d && atomic_compare_exchange_strong(&cm.want, &w, d + 1)) {
+        w = d + 1;
+        os_futex_wake(&cm.want, 1);
+    }
+    if (ph_quarantine_urgent())
+        while ((int32_t)(atomic_load(&cm.done) - w) < 0 &&
+               atomic_load(&cm.state) != CM_OFF)
+            os_futex_wait(&cm.done, atomic_load(&cm.done), 50 * 1000 * 1000);
+    return true;
+}
+
+void mark_wait(void) {
+    if (!concurrent_request())
+        mark_run();
+    else {
+        uint32_t w = atomic_load(&cm.want);
+        for (int k = 0; k < 200 && (int32_t)(atomic_load(&cm.done) - w) < 0 &&
+                        atomic_load(&cm.state) != CM_OFF; k++)
+            os_futex_wait(&cm.done, atomic_load(&cm.done), 50 * 1000 * 1000);
+    }
 }
 
 void mark_init(void) {
     ms.dangling = options_int(OPT_DANGLING) == 1;
+    cm.setting = (int)options_int(OPT_MARK);
+    cm.verbose = options_int(OPT_VERBOSE) != 0;
     int err;
     cand_pages = os_alloc_meta(align_up((ph.hi - ph.lo) >> PH_PAGE_SHIFT, 64) / 8 + 8, &err);
 }
@@ -676,10 +1010,20 @@ void mark_fork_parent(void) { atomic_fetch_sub(&forking, 1); }
 void mark_fork_child(void) {
     atomic_store(&forking, 0);
     atomic_store(&stopping, 0);
+    /* The marker thread is not in the child: the child starts its own at its first mark. The
+     * parent's write tracker is not the child's (its registrations are not inherited). */
+    if (atomic_load(&cm.started)) {
+        atomic_store(&cm.started, 0);
+        wtrack_close(&cm.wt); /* (the parent's: no range of the child is registered) */
+        if (pagemap_valid())
+            os_close(cm.pm); /* (the parent's pagemap) */
+        cm.pm = -1;
+        atomic_store(&cm.done, atomic_load(&cm.want));
+    }
     if (in_mark || !atomic_load_explicit(&marking, memory_order_acquire))
         return;
     /* Another thread was marking; it does not exist here. Its candidates go back to the
      * quarantine (a slot it had released but not yet published stays unused here). */
-    unmark(atomic_load_explicit(&ph.used_pages, memory_order_acquire));
+    unmark(atomic_load_explicit(&ph.used_pages, memory_order_acquire), true);
     atomic_store_explicit(&marking, 0, memory_order_release);
 }

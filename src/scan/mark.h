@@ -9,9 +9,15 @@
 #define OSCAR_SCAN_MARK_H
 #include "base/core.h"
 
-/* Run one mark now (a try: returns at once if another thread is marking). The caller's stack
- * from its own frame up, and its registers, are roots. */
+/* Run one mark (a try: returns at once if another thread is marking). With concurrent marks
+ * (OSCAR_MARK, Linux 6.7+) the marking thread of Oscar's own is asked for one and this
+ * returns at once, unless the quarantine is far past its trigger (then it waits for the
+ * round). Otherwise the mark runs here: the caller's stack from its own frame up, and its
+ * registers, are roots. */
 void mark_run(void);
+/* Run a whole mark before returning (malloc_trim): with concurrent marks, ask the marking
+ * thread for one and wait for it (at most ~10 s). */
+void mark_wait(void);
 /* Reads the mark's settings. */
 void mark_init(void);
 /* fork. prepare: false when the forking thread is the marking thread (a signal handler

@@ -1,0 +1,14 @@
+/* ownthread: a thread of Oscar's own (protect mode's marking thread), started through libc so
+ * that libc knows it (TLS, thread list, fork). Its stack is given by the caller (Oscar's
+ * metadata: never a root of a mark), and it starts with every signal blocked except those in
+ * `open` (a process-directed signal of the program's must go to the program's threads). */
+#ifndef OSCAR_OS_OWNTHREAD_H
+#define OSCAR_OS_OWNTHREAD_H
+#include <signal.h>
+#include <stddef.h>
+
+/* 0 or an errno value. Calls libc's pthread_create, which allocates (its thread descriptor's
+ * DTV): never call it while holding one of Oscar's locks. */
+int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
+                    const sigset_t *open, const char *name);
+#endif
