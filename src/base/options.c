@@ -21,12 +21,16 @@ static const struct option_row rows[OPT_COUNT] = {
 #undef OSCAR_OPTION
 };
 
-static long int_values[OPT_COUNT];
-static const char *string_values[OPT_COUNT];
-/* Copies of string settings: programs that set their process title (redis, nginx) write
- * over the environment's memory, and the settings must outlive that. */
 #define STRING_MAX 1024
-static char string_copies[OPT_COUNT][STRING_MAX];
+/* The settings read from the environment. All set once by options_init, which oscar_init
+ * runs under its init lock before any other layer reads a setting; read-only after. */
+static struct {
+    long int_values[OPT_COUNT];          /* each setting's value, the default if unset */
+    const char *string_values[OPT_COUNT]; /* string settings: into string_copies, or NULL */
+    /* Copies of string settings: programs that set their process title (redis, nginx)
+     * write over the environment's memory, and the settings must outlive that. */
+    char string_copies[OPT_COUNT][STRING_MAX];
+} options_state;
 
 /* Append the n-th name of "a|b|c". */
 static void choice_name(struct fmt *f, const char *choices, long n) {
@@ -110,8 +114,8 @@ static void parse_one(enum option_id id, const char *value) {
         }
         if (n) {
             for (size_t i = 0; i <= n; i++)
-                string_copies[id][i] = value[i];
-            string_values[id] = string_copies[id];
+                options_state.string_copies[id][i] = value[i];
+            options_state.string_values[id] = options_state.string_copies[id];
         }
         return;
     }
@@ -135,7 +139,7 @@ static void parse_one(enum option_id id, const char *value) {
         warn_invalid(row, value, why);
         return;
     }
-    int_values[id] = v;
+    options_state.int_values[id] = v;
 }
 
 /* OSCAR_* names that are not runtime settings but belong to the oscar command. */
@@ -163,7 +167,7 @@ static void warn_unknown(const char *e) {
 
 void options_init(char **env) {
     for (int i = 0; i < OPT_COUNT; i++)
-        int_values[i] = rows[i].def;
+        options_state.int_values[i] = rows[i].def;
     /* Secure execution (setuid, setgid, file capabilities): the environment belongs to a
      * less privileged user, who must not name files to write or change how the program
      * runs. Every setting keeps its default, silently, as glibc ignores MALLOC_ settings. */
@@ -189,5 +193,5 @@ void options_init(char **env) {
     }
 }
 
-long options_int(enum option_id id) { return int_values[id]; }
-const char *options_string(enum option_id id) { return string_values[id]; }
+long options_int(enum option_id id) { return options_state.int_values[id]; }
+const char *options_string(enum option_id id) { return options_state.string_values[id]; }

@@ -39,9 +39,14 @@ void stats_fold(uint64_t allocs, uint64_t frees, uint64_t small, uint64_t large,
     stats_gauge_add(STAT_LIVE_OBJECTS, STAT_PEAK_LIVE_OBJECTS, (int64_t)(allocs - frees));
 }
 
-static int (*resident_hook)(uint64_t *bytes);
+/* The statistics' own state (the counters are oscar_stats, above: atomic, relaxed). */
+static struct {
+    /* how many bytes the canonical heap holds resident: set once by mem/canon.c's init
+     * (stats_set_resident_hook), before the first report reads it */
+    int (*resident_hook)(uint64_t *bytes);
+} stats_state;
 
-void stats_set_resident_hook(int (*hook)(uint64_t *bytes)) { resident_hook = hook; }
+void stats_set_resident_hook(int (*hook)(uint64_t *bytes)) { stats_state.resident_hook = hook; }
 
 /* The system calls os/ counted, by kind, into their counters. */
 static void stats_sample_syscalls(void) {
@@ -65,7 +70,7 @@ static void stats_sample_syscalls(void) {
 static void stats_sample(void) {
     uint64_t a, b;
     stats_sample_syscalls();
-    if (resident_hook && resident_hook(&a) == 0)
+    if (stats_state.resident_hook && stats_state.resident_hook(&a) == 0)
         atomic_store(&oscar_stats[STAT_CANONICAL_RESIDENT_BYTES], a);
     if (os_status_bytes("VmPTE:", &a) == 0)
         atomic_store(&oscar_stats[STAT_PAGE_TABLE_BYTES], a);

@@ -14,6 +14,7 @@ enum stat_id {
     STAT_COUNT
 };
 
+/* Written by any thread with relaxed atomics (stats_add, stats_gauge_add), no lock. */
 extern _Atomic uint64_t oscar_stats[STAT_COUNT];
 
 static inline void stats_add(enum stat_id id, int64_t n) {

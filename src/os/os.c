@@ -17,6 +17,26 @@
 
 _Atomic uint64_t os_calls[OS_CALL_KINDS];
 
+/* The os layer's state. Everything here is atomic and lock-free: system calls may come from
+ * any thread, a fork child or a signal handler. */
+static struct {
+    /* Where the os_alloc_meta mappings lie, for the mark to leave them out of the roots:
+     * Oscar's bookkeeping holds addresses of freed objects (the thread registry records
+     * where an altstack ends, which may be where a freed block starts) that are no pointers
+     * of the program's. They lie among the program's anonymous mappings and may merge with
+     * them in /proc/self/maps, so they are told apart by address. A mapping that touches a
+     * recorded one (the kernel places them top-down, one below the other) widens it. Written
+     * by os_alloc_meta (meta_record), lock-free: a new entry publishes hi, then lo; a reader
+     * skips an entry whose lo is still 0. A full table leaves a mapping unrecorded: it is
+     * then scanned, which keeps objects longer but loses none. */
+    struct {
+        _Atomic uintptr_t lo, hi;
+    } meta_ranges[OS_META_RANGES_MAX];
+    _Atomic size_t meta_used;         /* entries claimed in meta_ranges (fetch-add by meta_record) */
+    atomic_int populate_write_works;  /* cleared once by the first MADV_POPULATE_WRITE the kernel refuses */
+    atomic_int guards_usable;         /* cleared once by os_guards_disable (guard markers refused) */
+} os_state = {.populate_write_works = 1, .guards_usable = 1};
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -73,44 +93,31 @@ void *os_reserve(size_t len, int *err) {
                     err);
 }
 
-/* Where the os_alloc_meta mappings lie, for the mark to leave them out of the roots: Oscar's
- * bookkeeping holds addresses of freed objects (the thread registry records where an altstack
- * ends, which may be where a freed block starts) that are no pointers of the program's. They
- * lie among the program's anonymous mappings and may merge with them in /proc/self/maps, so
- * they are told apart by address. A mapping that touches a recorded one (the kernel places
- * them top-down, one below the other) widens it. Lock-free: a new entry publishes hi, then
- * lo; a reader skips an entry whose lo is still 0. A full table leaves a mapping unrecorded:
- * it is then scanned, which keeps objects longer but loses none. */
-static struct {
-    _Atomic uintptr_t lo, hi;
-} meta_ranges[OS_META_RANGES_MAX];
-static _Atomic size_t meta_used;
-
 static void meta_record(uintptr_t lo, uintptr_t hi) {
     size_t n = os_meta_count();
     for (size_t i = 0; i < n; i++) {
-        uintptr_t l = atomic_load_explicit(&meta_ranges[i].lo, memory_order_acquire);
-        uintptr_t h = atomic_load_explicit(&meta_ranges[i].hi, memory_order_acquire);
-        if (l && l == hi && atomic_compare_exchange_strong(&meta_ranges[i].lo, &l, lo))
+        uintptr_t l = atomic_load_explicit(&os_state.meta_ranges[i].lo, memory_order_acquire);
+        uintptr_t h = atomic_load_explicit(&os_state.meta_ranges[i].hi, memory_order_acquire);
+        if (l && l == hi && atomic_compare_exchange_strong(&os_state.meta_ranges[i].lo, &l, lo))
             return;
-        if (l && h == lo && atomic_compare_exchange_strong(&meta_ranges[i].hi, &h, hi))
+        if (l && h == lo && atomic_compare_exchange_strong(&os_state.meta_ranges[i].hi, &h, hi))
             return;
     }
-    size_t i = atomic_fetch_add(&meta_used, 1);
+    size_t i = atomic_fetch_add(&os_state.meta_used, 1);
     if (i >= OS_META_RANGES_MAX)
         return;
-    atomic_store_explicit(&meta_ranges[i].hi, hi, memory_order_release);
-    atomic_store_explicit(&meta_ranges[i].lo, lo, memory_order_release);
+    atomic_store_explicit(&os_state.meta_ranges[i].hi, hi, memory_order_release);
+    atomic_store_explicit(&os_state.meta_ranges[i].lo, lo, memory_order_release);
 }
 
 size_t os_meta_count(void) {
-    size_t n = atomic_load_explicit(&meta_used, memory_order_acquire);
+    size_t n = atomic_load_explicit(&os_state.meta_used, memory_order_acquire);
     return n < OS_META_RANGES_MAX ? n : OS_META_RANGES_MAX;
 }
 
 bool os_meta_range(size_t i, uintptr_t *lo, uintptr_t *hi) {
-    *lo = atomic_load_explicit(&meta_ranges[i].lo, memory_order_acquire);
-    *hi = atomic_load_explicit(&meta_ranges[i].hi, memory_order_acquire);
+    *lo = atomic_load_explicit(&os_state.meta_ranges[i].lo, memory_order_acquire);
+    *hi = atomic_load_explicit(&os_state.meta_ranges[i].hi, memory_order_acquire);
     return *lo != 0;
 }
 
@@ -125,12 +132,10 @@ void *os_alloc_meta(size_t len, int *err) {
     return p;
 }
 
-static atomic_int populate_write_works = 1;
-
 int os_map_shadow(void *addr, size_t len, int fd, uint64_t off, int want_populate) {
     int err;
     int populate =
-        want_populate && atomic_load_explicit(&populate_write_works, memory_order_relaxed);
+        want_populate && atomic_load_explicit(&os_state.populate_write_works, memory_order_relaxed);
     /* MAP_FIXED is safe here: addr is always inside our own reservation. */
     void *p = mmap_raw(addr, len, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_FIXED | (want_populate && !populate ? MAP_POPULATE : 0), fd, off, &err);
@@ -142,7 +147,7 @@ int os_map_shadow(void *addr, size_t len, int fd, uint64_t off, int want_populat
         os_count(OS_CALL_OTHER);
         long r = sys6(SYS_madvise, (long)addr, (long)len, MADV_POPULATE_WRITE, 0, 0, 0);
         if (err_of(r) == EINVAL)
-            atomic_store(&populate_write_works, 0);
+            atomic_store(&os_state.populate_write_works, 0);
         /* Any failure here is harmless: pages are then faulted in on first touch. */
     }
     return 0;
@@ -176,7 +181,7 @@ int os_remove_ranges(const struct iovec *ranges, unsigned n) {
 }
 
 int os_populate_ranges(const struct iovec *ranges, unsigned n) {
-    if (!atomic_load_explicit(&populate_write_works, memory_order_relaxed))
+    if (!atomic_load_explicit(&os_state.populate_write_works, memory_order_relaxed))
         return EINVAL;
     return madvise_ranges(ranges, n, MADV_POPULATE_WRITE);
 }
@@ -185,10 +190,8 @@ int os_populate_ranges(const struct iovec *ranges, unsigned n) {
 #define MADV_GUARD_INSTALL 102
 #endif
 
-static atomic_int guards_usable = 1;
-
-bool os_guards_usable(void) { return atomic_load_explicit(&guards_usable, memory_order_relaxed); }
-void os_guards_disable(void) { atomic_store(&guards_usable, 0); }
+bool os_guards_usable(void) { return atomic_load_explicit(&os_state.guards_usable, memory_order_relaxed); }
+void os_guards_disable(void) { atomic_store(&os_state.guards_usable, 0); }
 
 int os_guard_ranges(const struct iovec *ranges, unsigned n) {
     return madvise_ranges(ranges, n, MADV_GUARD_INSTALL);
@@ -597,11 +600,11 @@ int os_alias(void *src, size_t len, void *dst, int want_populate) {
     long r = sys6(SYS_mremap, (long)src, 0, (long)len, MREMAP_MAYMOVE | MREMAP_FIXED, (long)dst, 0);
     if (err_of(r))
         return err_of(r);
-    if (want_populate && atomic_load_explicit(&populate_write_works, memory_order_relaxed)) {
+    if (want_populate && atomic_load_explicit(&os_state.populate_write_works, memory_order_relaxed)) {
         os_count(OS_CALL_OTHER);
         long p = sys6(SYS_madvise, (long)dst, (long)len, MADV_POPULATE_WRITE, 0, 0, 0);
         if (err_of(p) == EINVAL)
-            atomic_store(&populate_write_works, 0);
+            atomic_store(&os_state.populate_write_works, 0);
     }
     return 0;
 }

@@ -18,7 +18,7 @@
  * atomics: only counted on slow paths. */
 enum os_call_kind { OS_CALL_MMAP, OS_CALL_MUNMAP, OS_CALL_MREMAP, OS_CALL_FALLOCATE,
                     OS_CALL_MADVISE, OS_CALL_OTHER, OS_CALL_KINDS };
-extern _Atomic uint64_t os_calls[OS_CALL_KINDS];
+extern _Atomic uint64_t os_calls[OS_CALL_KINDS]; /* written by os.c, relaxed atomics */
 static inline void os_count(enum os_call_kind kind) {
     atomic_fetch_add_explicit(&os_calls[kind], 1, memory_order_relaxed);
 }
