@@ -47,6 +47,8 @@ _TAILJMP = re.compile(r'^\s*(?:bnd\s+)?jmpq?\s+([A-Za-z_$][^\s#*%()]*)\s*(?:#.*)
 _ENDBR = re.compile(r'^\s*endbr(64|32)\s*(?:#.*)?$')
 _COLD = re.compile(r'\.cold(\.\d+)?$')
 _SIZE = re.compile(r'^\s*\.size\s+("?)([^",\s]+)\1\s*,')
+_IFUNC_TYPE = re.compile(r'^\s*\.type\s+("?)([^",\s]+)\1\s*,\s*[@%]gnu_indirect_function\b')
+_SET = re.compile(r'^\s*\.set\s+"?([^",\s]+)"?\s*,\s*"?([^",\s]+)"?\s*$')
 # A section switch; group 3 is the COMDAT group of GCC's "axG" sections (C++ inline functions,
 # templates): a patch site's record goes into the same group, so the linker drops it with the
 # function's code when it keeps another copy.
@@ -297,6 +299,19 @@ def rewrite(text, mode="check", offset="gs", pic=False):
         elif current and "%r10" in line:
             mentions_r10.add(current)
     skip = _store_free_leaves(lines, functions)
+    # IFUNC resolvers (`.type F, @gnu_indirect_function` + `.set F, RESOLVER`: ifunc attributes,
+    # target_clones) run while the dynamic linker relocates their module, before any
+    # constructor: no GS base yet, no shadow mapped, no PLT to report through. They run once,
+    # before main, on no input: left alone.
+    ifuncs = set()
+    for line in lines:
+        m = _IFUNC_TYPE.match(line)
+        if m:
+            ifuncs.add(m.group(2))
+    for line in lines:
+        m = _SET.match(line)
+        if m and m.group(1) in ifuncs:
+            skip.add(m.group(2))
     out = [MARKER]
     in_app = False
     current = None          # function whose body we are in (for a .cold part: its parent)

@@ -251,9 +251,16 @@ static int gs_state;
 #define ARCH_SET_GS 0x1001
 #endif
 
+/* The environment as the executable's .preinit_array entry sees it (start.c): glibc sets
+ * `environ` only in libc's own initialization, which comes later. */
+static char **preinit_envp;
+
 static int gs_forced_patch(void) {
-    const char *v = getenv("OSCAR_PSS_GS");
-    return v && strcmp(v, "patch") == 0;
+    char **env = environ ? environ : preinit_envp;
+    for (; env && *env; env++)
+        if (strcmp(*env, "OSCAR_PSS_GS=patch") == 0)
+            return 1;
+    return 0;
 }
 
 static void gs_setup(long base) {
@@ -310,6 +317,12 @@ static void pss_init(void) {
 }
 
 __attribute__((constructor(101))) static void pss_constructor(void) { pss_init(); }
+
+/* From the executable's .preinit_array entry (start.c), before every library's constructor. */
+__attribute__((visibility("default"))) void __oscar_pss_preinit(char **envp) {
+    preinit_envp = envp;
+    pss_init();
+}
 
 /* The encodings pss_rewrite.py's GS sites assemble to (movq %r11, %gs:-0x80(%rsp) and
  * movq %gs:-0x80(%rsp), %r11), and what they become: call rel32 to the thunk, then a nop. */

@@ -38,7 +38,8 @@ def _newer(out, inputs):
 @pytest.fixture(scope="module")
 def oscar():
     """The `oscar` CLI and the shadow stack runtime, built if missing or stale."""
-    srcs = [REPO / "shadowstack" / n for n in ("runtime.c", "oscar-cc", "pss_rewrite.py")]
+    srcs = [REPO / "shadowstack" / n for n in ("runtime.c", "oscar-cc", "pss_rewrite.py",
+                                                "start.c")]
     srcs.append(REPO / "shadowstack" / "libexec" / "as")
     if not (CLI.exists() and _newer(RUNTIME, srcs) and _newer(DRIVER, srcs[1:2])):
         if os.environ.get("OSCAR_TEST_NO_BUILD"):
@@ -468,3 +469,86 @@ def _hwcap2():
         if key == 26:  # AT_HWCAP2
             return value
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Code that runs before liboscar_pss.so's constructor or before main
+
+
+def _early(oscar, tmp_path, how, start=True):
+    """early.c linked with a plain library whose constructor calls back into it and an
+    instrumented library with a constructor; start=False links without liboscar_pss_start.a
+    (the .preinit_array entry), as oscar cc did before."""
+    plain = tmp_path / "libearly_plain.so"
+    subprocess.run([GCC, "-O2", "-fPIC", "-shared", "-o", str(plain),
+                    str(SRC / "early_plain.c")], check=True)
+    lib = tmp_path / "libearly_lib.so"
+    mode = ["--mode=" + how, "--"]
+    subprocess.run(oscar + mode + [GCC, "-O2", "-fPIC", "-shared", "-o", str(lib),
+                                   str(SRC / "early_lib.c")], check=True)
+    env = None
+    runtime_dir = RUNTIME.parent
+    if not start:
+        # The runtime from a folder without the archive (a copy: the driver resolves links).
+        alone = tmp_path / "alone"
+        alone.mkdir(exist_ok=True)
+        shutil.copy(RUNTIME, alone / "liboscar_pss.so")
+        env = dict(os.environ, OSCAR_PSS_LIBRARY=str(alone / "liboscar_pss.so"))
+        runtime_dir = alone
+    # This order of DT_NEEDED makes glibc run the plain library's constructor before
+    # liboscar_pss.so's (the test checks it).
+    prog = tmp_path / ("early-%s-%d" % (how, start))
+    subprocess.run(oscar + mode + [GCC, "-O2", "-o", str(prog), str(SRC / "early.c"),
+                                   "-Wl,--no-as-needed", "-L" + str(tmp_path), "-learly_lib",
+                                   "-L" + str(runtime_dir), "-loscar_pss", "-learly_plain",
+                                   "-Wl,-rpath," + str(tmp_path)],
+                   check=True, env=env)
+    return prog
+
+
+EARLY_OUTPUT = ("preinit\nplain library's constructor\nlib: constructor\nconstructor 101\n"
+                "main\nlib: ifunc\n")
+
+
+def _init_order(prog):
+    """The libraries whose constructors glibc calls, in order (LD_DEBUG=files)."""
+    err = subprocess.run([str(prog)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, env=dict(os.environ, LD_DEBUG="files")).stderr
+    return [os.path.basename(line.split("calling init:")[1].strip())
+            for line in err.splitlines() if "calling init:" in line]
+
+
+@pytest.mark.parametrize("how", ["check", "overwrite"])
+@pytest.mark.parametrize("env", [None, PATCH_ENV], ids=["gsbase", "patched"])
+def test_code_before_the_runtime_constructor(oscar, tmp_path, how, env):
+    """The executable's .preinit_array entry (liboscar_pss_start.a) sets the runtime up before
+    every shared library's constructor and the program's own preinit entries; IFUNC resolvers
+    are left uninstrumented. The plain library's constructor may run before liboscar_pss.so's
+    (it does not depend on it): it calls back into the program."""
+    prog = _early(oscar, tmp_path, how)
+    proc = run(prog, env=env)
+    assert (proc.returncode, proc.stderr) == (0, ""), (proc.stdout, proc.stderr)
+    assert proc.stdout == EARLY_OUTPUT
+    order = _init_order(prog)
+    assert order.index("libearly_plain.so") < order.index("liboscar_pss.so"), order
+
+
+def test_code_before_the_runtime_constructor_without_preinit(oscar, tmp_path):
+    """Without the preinit entry the program's preinit hook runs with a GS base of 0: its
+    buffer overwrites the copy at %rsp - 0x80 and the check fails (no shadow is mapped yet to
+    report from). The reproducer of the fix above."""
+    proc = run(_early(oscar, tmp_path, "check", start=False))
+    assert proc.returncode != 0 and proc.stdout.startswith("preinit\n"), proc
+
+
+def test_ifunc_resolvers_left_alone():
+    import sys
+    sys.path.insert(0, str(REPO / "shadowstack"))
+    import pss_rewrite
+    asm = subprocess.run([GCC, "-O2", "-S", "-o", "-", str(SRC / "early.c")],
+                         stdout=subprocess.PIPE, text=True, check=True).stdout
+    out = pss_rewrite.rewrite(asm)
+    body = out[out.index("resolve_twice:"):out.index(".size\tresolve_twice")]
+    assert "%gs:" not in body
+    body = out[out.index("hook:"):out.index(".size\thook")]
+    assert "%gs:" in body
