@@ -23,9 +23,14 @@
 #include "os/ownthread.h"
 #include "os/wtrack.h"
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 /* The world and roots modules may be missing from a build: then no mark ever releases. */
 #pragma weak world_stop
@@ -923,10 +928,74 @@ static void *marker_main(void *arg) {
     return NULL;
 }
 
-/* Start the marker thread once per process (a fork child starts its own). */
+/* Where libc's and the dynamic loader's code lie (set at init; 0, 0 if unknown). Starting a
+ * thread takes locks of theirs (the stack cache, the TLS lock): a free() that libc itself made
+ * while holding one (a thread's exit freeing its DTV) must not start the marker. */
+static struct text_range { uintptr_t lo, hi; } libc_text, ldso_text;
+
+/* The executable segments of the object whose ELF header is mapped at base. */
+static struct text_range text_of(uintptr_t base) {
+    struct text_range r = {0, 0};
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+    if (!base || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+        return r;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
+    uintptr_t first = UINTPTR_MAX;
+    for (unsigned i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first)
+            first = ph[i].p_vaddr;
+    uintptr_t bias = base - (first & ~(OSCAR_PAGE - 1));
+    for (unsigned i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
+            uintptr_t lo = bias + ph[i].p_vaddr, hi = lo + ph[i].p_memsz;
+            if (!r.lo || lo < r.lo)
+                r.lo = lo;
+            if (hi > r.hi)
+                r.hi = hi;
+        }
+    return r;
+}
+
+static void find_libc(void) {
+    Dl_info info;
+    if (dladdr((void *)&pthread_create, &info) && info.dli_fbase)
+        libc_text = text_of((uintptr_t)info.dli_fbase);
+    ldso_text = text_of((uintptr_t)getauxval(AT_BASE));
+}
+
+static inline bool in_text(uintptr_t a, struct text_range r) { return a - r.lo < r.hi - r.lo; }
+
+/* The code that called into Oscar (the first return address outside Oscar's frames, which all
+ * keep frame pointers) is not libc's or the loader's: none of their locks is held by this
+ * thread. */
+__attribute__((noinline)) static bool called_from_outside_libc(void) {
+    if (!libc_text.lo || !ldso_text.lo)
+        return false;
+    static struct text_range own;
+    if (!own.lo) {
+        extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+        own = text_of((uintptr_t)__ehdr_start);
+    }
+    const uintptr_t *fp = __builtin_frame_address(0);
+    for (int depth = 0; depth < 24 && fp; depth++) {
+        uintptr_t ret = fp[1];
+        if (!in_text(ret, own))
+            return !in_text(ret, libc_text) && !in_text(ret, ldso_text);
+        const uintptr_t *next = (const uintptr_t *)fp[0];
+        if (next <= fp || (uintptr_t)next - (uintptr_t)fp > (1UL << 20))
+            return false;
+        fp = next;
+    }
+    return false;
+}
+
+/* Start the marker thread once per process (a fork child starts its own), from a call the
+ * program made (see called_from_outside_libc). */
 static bool marker_started(void) {
     if (atomic_load_explicit(&cm.started, memory_order_acquire))
         return true;
+    if (!called_from_outside_libc())
+        return false;
     static atomic_flag starting = ATOMIC_FLAG_INIT;
     if (atomic_flag_test_and_set(&starting))
         return false; /* another thread is starting it: mark here this time */
@@ -958,7 +1027,7 @@ static bool concurrent_request(void) {
         in_mark || !world_park_signal)
         return false;
     if (!marker_started())
-        return atomic_load(&cm.state) != CM_OFF; /* (being started: nothing this time) */
+        return false; /* (this time, the caller marks) */
     uint32_t d = atomic_load(&cm.done), w = atomic_load(&cm.want);
     if (w == d && atomic_compare_exchange_strong(&cm.want, &w, d + 1)) {
         w = d + 1;
@@ -985,6 +1054,8 @@ void mark_wait(void) {
 void mark_init(void) {
     ms.dangling = options_int(OPT_DANGLING) == 1;
     cm.setting = (int)options_int(OPT_MARK);
+    if (cm.setting != 2)
+        find_libc();
     cm.verbose = options_int(OPT_VERBOSE) != 0;
     int err;
     cand_pages = os_alloc_meta(align_up((ph.hi - ph.lo) >> PH_PAGE_SHIFT, 64) / 8 + 8, &err);
