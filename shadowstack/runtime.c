@@ -311,12 +311,17 @@ static void pss_init(void) {
     if (size < (1UL << 20))
         size = 1UL << 20;
     oscar_pss_register_stack((void *)(top - size - PAGE), size + PAGE);
-    /* Resolve the unwinder now, so the report needs no lazy binding later. */
+}
+
+__attribute__((constructor(101))) static void pss_constructor(void) {
+    pss_init();
+    /* Resolve the unwinder now, so the report needs no lazy binding later. Not in pss_init:
+     * from the executable's .preinit_array, backtrace's dlopen would run libc's own
+     * initialization early, while `environ` is still NULL, and the program would start without
+     * an environment. */
     void *frames[2];
     backtrace(frames, 2);
 }
-
-__attribute__((constructor(101))) static void pss_constructor(void) { pss_init(); }
 
 /* From the executable's .preinit_array entry (start.c), before every library's constructor. */
 __attribute__((visibility("default"))) void __oscar_pss_preinit(char **envp) {

@@ -507,7 +507,7 @@ def _early(oscar, tmp_path, how, start=True):
 
 
 EARLY_OUTPUT = ("preinit\nplain library's constructor\nlib: constructor\nconstructor 101\n"
-                "main\nlib: ifunc\n")
+                "main\nenvironment\nlib: ifunc\n")
 
 
 def _init_order(prog):

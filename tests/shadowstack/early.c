@@ -4,6 +4,7 @@
  * (early_lib.c), the program's constructor of priority 101, an IFUNC resolver (run while the
  * dynamic linker relocates the program). Each calls hook(), whose 512-byte buffer covers the
  * place its copy would take with a GS base of 0 (its own %rsp - 0x80). */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,6 +40,8 @@ int ifunc_twice(int) __attribute__((ifunc("resolve_twice")));
 
 int main(void) {
     hook("main");
+    /* The preinit entry must not disturb libc's start (environ was once left NULL). */
+    hook(getenv("PATH") ? "environment" : "no environment");
     lib_hook(ifunc_twice(21) == 42 ? "ifunc" : "wrong ifunc");
     return 0;
 }
