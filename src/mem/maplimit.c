@@ -11,16 +11,22 @@
 
 #include <sys/resource.h>
 
-/* Called when the count is below the soft limit again (heap/deferred.c revokes what it
- * deferred). Set once at init. */
-static void (*relief_hook)(void);
-
-static long max_map_count = 65530, soft_limit;
-static _Atomic long estimate, next_recount;
-/* Mappings added and removed (sum of |delta|) since the last recount. */
-static _Atomic long changes;
-static atomic_int degraded, warned;
-static atomic_flag recounting = ATOMIC_FLAG_INIT;
+/* The mapping-count limit's state. */
+static struct {
+    /* Called when the count is below the soft limit again (heap/deferred.c revokes what it
+     * deferred). Set once at init. */
+    void (*relief_hook)(void);
+    long max_map_count, soft_limit; /* set once by maplimit_init */
+    /* The count of our mappings as predicted, and the count at which it is next recounted:
+     * atomic, lock-free (maplimit_add from any thread; the recount stores both). */
+    _Atomic long estimate, next_recount;
+    /* Mappings added and removed (sum of |delta|) since the last recount: atomic, lock-free. */
+    _Atomic long changes;
+    /* degraded: set and cleared by the recount (one at a time: recounting); warned: set once
+     * by the first warning. Both atomic. */
+    atomic_int degraded, warned;
+    atomic_flag recounting; /* a recount is running: taken with test-and-set, never waited on */
+} maplimit_state = {.max_map_count = 65530, .recounting = ATOMIC_FLAG_INIT};
 
 #define HYSTERESIS 1024
 /* The predictions (mapview.h) miss some of the kernel's merges: a large object moved in from
@@ -36,38 +42,38 @@ static atomic_flag recounting = ATOMIC_FLAG_INIT;
  * recount at half the distance to the soft limit each time: a handful of recounts (a few ms
  * each at 60,000 mappings) over a process's life, and never a surprise at the limit. */
 static long next_check(long lines) {
-    long half = (soft_limit - lines) / 2;
+    long half = (maplimit_state.soft_limit - lines) / 2;
     return lines + (half > RECOUNT_STEP ? half : RECOUNT_STEP);
 }
 
 void maplimit_init(void) {
     long v;
     if (os_read_long("/proc/sys/vm/max_map_count", &v) == 0 && v > 0)
-        max_map_count = v;
+        maplimit_state.max_map_count = v;
     long reserve = options_int(OPT_MAP_RESERVE);
-    soft_limit = max_map_count - reserve;
-    if (soft_limit < max_map_count / 2)
-        soft_limit = max_map_count / 2;
+    maplimit_state.soft_limit = maplimit_state.max_map_count - reserve;
+    if (maplimit_state.soft_limit < maplimit_state.max_map_count / 2)
+        maplimit_state.soft_limit = maplimit_state.max_map_count / 2;
     long lines = 0;
     os_count_lines("/proc/self/maps", &lines);
-    atomic_store(&estimate, lines);
-    atomic_store(&next_recount, next_check(lines));
+    atomic_store(&maplimit_state.estimate, lines);
+    atomic_store(&maplimit_state.next_recount, next_check(lines));
     atomic_store(&oscar_stats[STAT_MAPPINGS_ESTIMATE], (uint64_t)lines);
 }
 
 static void warn_once(long count) {
-    if (atomic_exchange(&warned, 1))
+    if (atomic_exchange(&maplimit_state.warned, 1))
         return;
     char buf[512];
     struct fmt f = FMT_INIT(buf);
     msg_start(&f, MSG_MAPPING_LIMIT);
-    fmt_i64(&f, max_map_count);
+    fmt_i64(&f, maplimit_state.max_map_count);
     fmt_str(&f, ", ");
     fmt_i64(&f, count);
     fmt_str(&f, " mappings in use): small objects now share shadow pages and freed ones are "
                 "kept unrevoked, never reused; a use after free is caught once its page is "
                 "empty; raise the limit with: sysctl -w vm.max_map_count=");
-    fmt_i64(&f, max_map_count * 4);
+    fmt_i64(&f, maplimit_state.max_map_count * 4);
     fmt_char(&f, '\n');
     fmt_flush(&f, 2);
 }
@@ -75,61 +81,61 @@ static void warn_once(long count) {
 /* relieve: call the relief hook when below the soft limit (a drift recount, which comes
  * often, calls it only when degraded mode just ended). */
 static void recount(bool relieve) {
-    if (atomic_flag_test_and_set(&recounting))
+    if (atomic_flag_test_and_set(&maplimit_state.recounting))
         return; /* another thread is counting */
     long lines;
-    int was = atomic_load(&degraded);
+    int was = atomic_load(&maplimit_state.degraded);
     if (os_count_lines("/proc/self/maps", &lines) == 0) {
         stats_add(STAT_MAPPING_RECOUNTS, 1);
-        atomic_store(&changes, 0);
-        atomic_store(&estimate, lines);
+        atomic_store(&maplimit_state.changes, 0);
+        atomic_store(&maplimit_state.estimate, lines);
         atomic_store(&oscar_stats[STAT_MAPPINGS_ESTIMATE], (uint64_t)lines);
         stats_raise_peak(STAT_PEAK_MAPPINGS_ESTIMATE, (uint64_t)lines);
-        if (lines >= soft_limit) {
-            atomic_store(&degraded, 1);
+        if (lines >= maplimit_state.soft_limit) {
+            atomic_store(&maplimit_state.degraded, 1);
             atomic_store(&oscar_stats[STAT_MAPPING_LIMIT_DEGRADED], 1);
             warn_once(lines);
-            atomic_store(&next_recount, lines + RECOUNT_STEP);
-        } else if (was && lines >= soft_limit - HYSTERESIS) {
-            atomic_store(&next_recount, lines + RECOUNT_STEP);
+            atomic_store(&maplimit_state.next_recount, lines + RECOUNT_STEP);
+        } else if (was && lines >= maplimit_state.soft_limit - HYSTERESIS) {
+            atomic_store(&maplimit_state.next_recount, lines + RECOUNT_STEP);
         } else {
-            atomic_store(&degraded, 0);
-            atomic_store(&next_recount, next_check(lines));
+            atomic_store(&maplimit_state.degraded, 0);
+            atomic_store(&maplimit_state.next_recount, next_check(lines));
         }
     }
-    atomic_flag_clear(&recounting);
-    if (!atomic_load(&degraded) && relief_hook && (relieve || was))
-        relief_hook();
+    atomic_flag_clear(&maplimit_state.recounting);
+    if (!atomic_load(&maplimit_state.degraded) && maplimit_state.relief_hook && (relieve || was))
+        maplimit_state.relief_hook();
 }
 
-void maplimit_set_relief_hook(void (*hook)(void)) { relief_hook = hook; }
+void maplimit_set_relief_hook(void (*hook)(void)) { maplimit_state.relief_hook = hook; }
 
 void maplimit_add(long delta) {
     if (!delta)
         return;
-    long now = atomic_fetch_add_explicit(&estimate, delta, memory_order_relaxed) + delta;
+    long now = atomic_fetch_add_explicit(&maplimit_state.estimate, delta, memory_order_relaxed) + delta;
     atomic_store_explicit(&oscar_stats[STAT_MAPPINGS_ESTIMATE], (uint64_t)now,
                           memory_order_relaxed);
     if (delta > 0)
         stats_raise_peak(STAT_PEAK_MAPPINGS_ESTIMATE, (uint64_t)now);
     long abs_delta = delta < 0 ? -delta : delta;
-    long changed = atomic_fetch_add_explicit(&changes, abs_delta, memory_order_relaxed) + abs_delta;
-    if (now >= atomic_load_explicit(&next_recount, memory_order_relaxed) ||
-        (delta < 0 && atomic_load_explicit(&degraded, memory_order_relaxed) &&
-         now < soft_limit - HYSTERESIS))
+    long changed = atomic_fetch_add_explicit(&maplimit_state.changes, abs_delta, memory_order_relaxed) + abs_delta;
+    if (now >= atomic_load_explicit(&maplimit_state.next_recount, memory_order_relaxed) ||
+        (delta < 0 && atomic_load_explicit(&maplimit_state.degraded, memory_order_relaxed) &&
+         now < maplimit_state.soft_limit - HYSTERESIS))
         recount(true);
     else if (changed >= DRIFT_CHANGES(now))
         recount(false);
 }
 
 bool maplimit_defer(long delta) {
-    return delta > 0 && atomic_load_explicit(&degraded, memory_order_relaxed);
+    return delta > 0 && atomic_load_explicit(&maplimit_state.degraded, memory_order_relaxed);
 }
 
-bool maplimit_degraded(void) { return atomic_load_explicit(&degraded, memory_order_relaxed); }
+bool maplimit_degraded(void) { return atomic_load_explicit(&maplimit_state.degraded, memory_order_relaxed); }
 
 bool maplimit_plenty(void) {
-    return atomic_load_explicit(&estimate, memory_order_relaxed) < soft_limit / 2;
+    return atomic_load_explicit(&maplimit_state.estimate, memory_order_relaxed) < maplimit_state.soft_limit / 2;
 }
 
 /* The program lowered RLIMIT_AS below what Oscar reserved at initialisation (a shell's
@@ -165,6 +171,6 @@ static bool fit_address_space_limit(void) {
 void maplimit_on_enomem(void) {
     if (fit_address_space_limit())
         return;
-    atomic_store(&next_recount, 0);
+    atomic_store(&maplimit_state.next_recount, 0);
     recount(true);
 }

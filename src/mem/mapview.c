@@ -2,11 +2,14 @@
 #include "mem/mapview.h"
 #include "mem/region.h"
 
-/* Arena and view pages: the custom-allocator layer knows (heap/views.c registers it). */
-static enum page_view (*arena_view_hook)(uintptr_t page, uint64_t e, uint64_t *canon);
+static struct {
+    /* Arena and view pages: the custom-allocator layer knows (heap/views.c registers it,
+     * once, at its init). */
+    enum page_view (*arena_view_hook)(uintptr_t page, uint64_t e, uint64_t *canon);
+} mapview_state;
 
 void mapview_set_arena_hook(enum page_view (*hook)(uintptr_t page, uint64_t e, uint64_t *canon)) {
-    arena_view_hook = hook;
+    mapview_state.arena_view_hook = hook;
 }
 
 static enum page_view page_view(uintptr_t page, uint64_t *canon) {
@@ -34,7 +37,7 @@ static enum page_view page_view(uintptr_t page, uint64_t *canon) {
         return VIEW_ANON;
     case PK_ARENA:
     case PK_VIEW:
-        return arena_view_hook ? arena_view_hook(page, e, canon) : VIEW_OTHER;
+        return mapview_state.arena_view_hook ? mapview_state.arena_view_hook(page, e, canon) : VIEW_OTHER;
     case PK_LARGE_TAIL: {
         uintptr_t head = page - (entry_payload(e) << OSCAR_PAGE_SHIFT);
         enum page_kind k = entry_kind(region_load(head));

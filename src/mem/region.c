@@ -7,29 +7,46 @@
 
 #include <sys/resource.h>
 
-/* The reclaim sweep's calls (heap/reclaim.c registers them at init, before the first
- * region_take). */
-static struct region_hooks hooks;
+/* Gaps of 64 MiB and more that will never be handed out (the alignment gap before a 4 GiB-
+ * aligned window, the random gap after it): region_shrink gives them back too. */
+#define BIG_GAP (64UL << 20)
+#define MAX_BIG_GAPS 8
 
-void region_set_hooks(const struct region_hooks *h) { hooks = *h; }
+/* The region's own state (the region itself, oscar_region, is read by every layer above). */
+static struct {
+    /* The reclaim sweep's calls: set once by heap/reclaim.c at init (region_set_hooks),
+     * before the first region_take. */
+    struct region_hooks hooks;
+    /* Address space Oscar may reserve under a finite RLIMIT_AS: three quarters of what the
+     * process has left at initialisation (the heap is most of a program's memory; the
+     * program keeps a quarter for its own mappings, stacks and libraries). UINT64_MAX when
+     * unlimited. Set once by region_init. */
+    uint64_t as_budget;
+    /* The end of what the bump pointer may hand out: the region's end (set by region_init),
+     * lowered by region_shrink (maplimit.c's relief, one at a time); atomic, lock-free. */
+    _Atomic uintptr_t region_top;
+    /* The big gaps: an entry is claimed by fetch-add on n_big_gaps (note_gap, from
+     * region_take, lock-free) and read by region_unused and region_shrink. */
+    struct {
+        uintptr_t lo, hi;
+    } big_gaps[MAX_BIG_GAPS];
+    _Atomic unsigned n_big_gaps;
+    /* Hooks of the layers above that size a table by the region (report/stack.c's
+     * records): set once at init (region_set_shrink_hook). */
+    void (*shrink_hook)(uintptr_t new_end);
+} region_state = {.as_budget = UINT64_MAX};
+
+void region_set_hooks(const struct region_hooks *h) { region_state.hooks = *h; }
 
 struct region oscar_region;
 
-/* Address space Oscar may reserve under a finite RLIMIT_AS: three quarters of what the
- * process has left at initialisation (the heap is most of a program's memory; the program
- * keeps a quarter for its own mappings, stacks and libraries). UINT64_MAX when unlimited. */
-static uint64_t as_budget = UINT64_MAX;
-
-uint64_t region_as_budget(void) { return as_budget; }
+uint64_t region_as_budget(void) { return region_state.as_budget; }
 
 /* After a window aligned to 1 GiB or more (packed.c's poison window, 4 GiB-aligned), the
  * bump pointer skips a random number of 2 MiB steps (up to 4 GiB): otherwise that alignment
  * would fix bits 21-31 of every address handed out after it. */
 #define GAP_AFTER_ALIGN (1UL << 30)
 #define GAP_MAX (4UL << 30)
-
-/* The end of what the bump pointer may hand out: the region's end, lowered by region_shrink. */
-static _Atomic uintptr_t region_top;
 
 #define MIN_REGION (64UL << 20)
 #define HUGE_ALIGN (2UL << 20)
@@ -55,10 +72,10 @@ int region_init(void) {
     if (os_rlimit(RLIMIT_AS, &limit) == 0 && limit != UINT64_MAX) {
         uint64_t vm = 0;
         os_status_bytes("VmSize:", &vm);
-        as_budget = limit > vm ? (limit - vm) / 4 * 3 : 0;
+        region_state.as_budget = limit > vm ? (limit - vm) / 4 * 3 : 0;
         /* The region and its page table, the canonical heap's window (a quarter of the
          * region: mem/canon.c) and the per-page metadata fit in the budget. */
-        size_t cap = (size_t)(as_budget / 8 * 5) & ~(HUGE_ALIGN - 1);
+        size_t cap = (size_t)(region_state.as_budget / 8 * 5) & ~(HUGE_ALIGN - 1);
         if (size > cap) {
             size = cap < MIN_REGION ? MIN_REGION : cap;
             limited = true;
@@ -72,7 +89,7 @@ int region_init(void) {
          * 2 MiB-aligned), where the kernel's own placement of the region varies in about 19.
          * Over-reserved by 2 MiB so the base can be aligned: runs then start on 2 MiB
          * boundaries, which keeps page-table pages from being shared between regions. */
-        size_t slack = limited || as_budget != UINT64_MAX ? size / 4 : 2 * size;
+        size_t slack = limited || region_state.as_budget != UINT64_MAX ? size / 4 : 2 * size;
         slack = (slack < (32UL << 40) ? slack : 32UL << 40) & ~(HUGE_ALIGN - 1);
         size_t total = size + slack + HUGE_ALIGN;
         char *p = os_reserve(total, &err);
@@ -100,7 +117,7 @@ int region_init(void) {
         oscar_region.end = base + size;
         oscar_region.table = table;
         atomic_store(&oscar_region.bump, oscar_region.base);
-        atomic_store(&region_top, oscar_region.end);
+        atomic_store(&region_state.region_top, oscar_region.end);
         if (limited)
             warn_as_limit(limit, size);
         return 0;
@@ -108,22 +125,13 @@ int region_init(void) {
     return err ? err : 12;
 }
 
-/* Gaps of 64 MiB and more that will never be handed out (the alignment gap before a 4 GiB-
- * aligned window, the random gap after it): region_shrink gives them back too. */
-#define BIG_GAP (64UL << 20)
-#define MAX_BIG_GAPS 8
-static struct {
-    uintptr_t lo, hi;
-} big_gaps[MAX_BIG_GAPS];
-static _Atomic unsigned n_big_gaps;
-
 static void note_gap(uintptr_t lo, uintptr_t hi) {
     if (hi - lo < BIG_GAP)
         return;
-    unsigned i = atomic_fetch_add(&n_big_gaps, 1);
+    unsigned i = atomic_fetch_add(&region_state.n_big_gaps, 1);
     if (i < MAX_BIG_GAPS) {
-        big_gaps[i].lo = lo;
-        big_gaps[i].hi = hi;
+        region_state.big_gaps[i].lo = lo;
+        region_state.big_gaps[i].hi = hi;
     }
 }
 
@@ -135,8 +143,8 @@ static void random_gap(uintptr_t from) {
     if (gap && atomic_compare_exchange_strong(&oscar_region.bump, &cur, from + gap)) {
         region_abandon(from, from + gap);
         note_gap(from, from + gap);
-        if (hooks.note_bump)
-            hooks.note_bump(from + gap);
+        if (region_state.hooks.note_bump)
+            region_state.hooks.note_bump(from + gap);
     }
 }
 
@@ -144,20 +152,20 @@ uintptr_t region_take(size_t len, size_t align) {
     uintptr_t cur = atomic_load_explicit(&oscar_region.bump, memory_order_relaxed);
     for (;;) {
         uintptr_t start = align_up(cur, align < OSCAR_PAGE ? OSCAR_PAGE : align);
-        uintptr_t end = atomic_load_explicit(&region_top, memory_order_relaxed);
+        uintptr_t end = atomic_load_explicit(&region_state.region_top, memory_order_relaxed);
         if (start + len < start || start + len > end)
-            return hooks.recycle ? hooks.recycle(len, align) : 0; /* used up: old addresses, or 0 */
+            return region_state.hooks.recycle ? region_state.hooks.recycle(len, align) : 0; /* used up: old addresses, or 0 */
         if (atomic_compare_exchange_strong_explicit(&oscar_region.bump, &cur, start + len,
                                                     memory_order_seq_cst, memory_order_relaxed)) {
             /* region_shrink lowered the top meanwhile: these addresses are not ours. */
-            if (start + len > atomic_load(&region_top))
+            if (start + len > atomic_load(&region_state.region_top))
                 return 0;
             if (start > cur) {
                 region_abandon(cur, start); /* the alignment gap */
                 note_gap(cur, start);
             }
-            if (hooks.note_bump)
-                hooks.note_bump(start + len);
+            if (region_state.hooks.note_bump)
+                region_state.hooks.note_bump(start + len);
             if (align >= GAP_AFTER_ALIGN)
                 random_gap(start + len);
             return start;
@@ -165,16 +173,13 @@ uintptr_t region_take(size_t len, size_t align) {
     }
 }
 
-/* Hooks of the layers above that size a table by the region (report/stack.c's records). */
-static void (*shrink_hook)(uintptr_t new_end);
-
-void region_set_shrink_hook(void (*hook)(uintptr_t new_end)) { shrink_hook = hook; }
+void region_set_shrink_hook(void (*hook)(uintptr_t new_end)) { region_state.shrink_hook = hook; }
 
 uint64_t region_unused(void) {
-    uintptr_t t = atomic_load(&region_top), b = align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN);
+    uintptr_t t = atomic_load(&region_state.region_top), b = align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN);
     uint64_t gaps = 0;
-    for (unsigned i = 0; i < atomic_load(&n_big_gaps) && i < MAX_BIG_GAPS; i++)
-        gaps += big_gaps[i].hi - big_gaps[i].lo;
+    for (unsigned i = 0; i < atomic_load(&region_state.n_big_gaps) && i < MAX_BIG_GAPS; i++)
+        gaps += region_state.big_gaps[i].hi - region_state.big_gaps[i].lo;
     return (t > b ? t - b : 0) + gaps;
 }
 
@@ -183,20 +188,20 @@ void region_shrink(uint64_t keep) {
      * mapping the kernel later places there is not ours; nothing of ours maps there). */
     static atomic_flag gaps_given_back = ATOMIC_FLAG_INIT;
     if (!atomic_flag_test_and_set(&gaps_given_back)) {
-        unsigned n = atomic_load(&n_big_gaps);
+        unsigned n = atomic_load(&region_state.n_big_gaps);
         for (unsigned i = 0; i < n && i < MAX_BIG_GAPS; i++) {
-            uintptr_t lo = align_up(big_gaps[i].lo, REGION_CHUNK), hi = big_gaps[i].hi & ~(REGION_CHUNK - 1);
+            uintptr_t lo = align_up(region_state.big_gaps[i].lo, REGION_CHUNK), hi = region_state.big_gaps[i].hi & ~(REGION_CHUNK - 1);
             if (hi > lo)
                 os_unmap((void *)lo, hi - lo);
         }
     }
-    uintptr_t old = atomic_load(&region_top), t;
+    uintptr_t old = atomic_load(&region_state.region_top), t;
     do {
         uintptr_t b = align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN);
         t = b + (keep & ~(HUGE_ALIGN - 1));
         if (t >= old)
             return;
-        atomic_store(&region_top, t);
+        atomic_store(&region_state.region_top, t);
         /* A region_take that read the old top and moved the bump above t after this load
          * reads t after its move, and gives the addresses up. */
     } while (align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN) > t);
@@ -207,8 +212,8 @@ void region_shrink(uint64_t keep) {
     uintptr_t hi = (uintptr_t)&oscar_region.table[(old - oscar_region.base) >> OSCAR_PAGE_SHIFT] & ~(OSCAR_PAGE - 1);
     if (hi > lo)
         os_unmap((void *)lo, hi - lo);
-    if (shrink_hook)
-        shrink_hook(t);
+    if (region_state.shrink_hook)
+        region_state.shrink_hook(t);
 }
 
 static void abandon_pages(uintptr_t lo, uintptr_t hi) {
@@ -223,8 +228,8 @@ void region_abandon(uintptr_t lo, uintptr_t hi) {
         return;
     }
     abandon_pages(lo, a);
-    if (hooks.mark_never)
-        hooks.mark_never(a, b);
+    if (region_state.hooks.mark_never)
+        region_state.hooks.mark_never(a, b);
     abandon_pages(b, hi);
 }
 
