@@ -288,14 +288,25 @@ struct dw {
     struct sect info, abbrev, line, str, line_str, aranges, ranges, rnglists;
 };
 
-/* The sections inflated last (a debug file's, by its build id): kept mapped until another
- * file's are needed, so each frame of a report does not inflate them again. Under `busy`. */
+#define ABBREV_INDEX 2048
+
+/* The resolver's state: all of it under `busy`, a try-lock (dwarf_resolve gives up rather
+ * than wait: it runs in reports and signal handlers). */
 static struct {
-    char id[128];
-    struct dw d;  /* only the inflated sections are set */
-    void *map;
-    size_t map_len;
-} inflated;
+    /* The sections inflated last (a debug file's, by its build id): kept mapped until
+     * another file's are needed, so each frame of a report does not inflate them again. */
+    struct {
+        char id[128];
+        struct dw d;  /* only the inflated sections are set */
+        void *map;
+        size_t map_len;
+    } inflated;
+    /* The abbreviation index of one unit: code -> offset of its declaration (static scratch),
+     * and the unit's abbreviation offset it was built for (UINT64_MAX: none). */
+    uint32_t abbrev_at[ABBREV_INDEX];
+    uint64_t abbrev_for;
+    atomic_flag busy; /* taken with test-and-set by dwarf_resolve; cleared in a fork child */
+} dwarf_state = {.abbrev_for = UINT64_MAX, .busy = ATOMIC_FLAG_INIT};
 
 static bool find_sections(const char *img, size_t len, struct dw *d) {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
@@ -348,23 +359,23 @@ static bool find_sections(const char *img, size_t len, struct dw *d) {
         char id[128];
         if (!dwarf_build_id(img, len, id, sizeof id))
             return d->info.n && d->abbrev.n && d->line.n;
-        if (strcmp(id, inflated.id) != 0) {
-            if (inflated.map)
-                os_unmap(inflated.map, inflated.map_len);
-            memset(&inflated, 0, sizeof inflated);
+        if (strcmp(id, dwarf_state.inflated.id) != 0) {
+            if (dwarf_state.inflated.map)
+                os_unmap(dwarf_state.inflated.map, dwarf_state.inflated.map_len);
+            memset(&dwarf_state.inflated, 0, sizeof dwarf_state.inflated);
             int err;
             uint8_t *out = os_alloc_meta(inflated_total, &err);
             if (!out)
                 return d->info.n && d->abbrev.n && d->line.n;
-            inflated.map = out;
-            inflated.map_len = inflated_total;
-            memcpy(inflated.id, id, sizeof id);
+            dwarf_state.inflated.map = out;
+            dwarf_state.inflated.map_len = inflated_total;
+            memcpy(dwarf_state.inflated.id, id, sizeof id);
             for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
                 const struct sect *z = (const struct sect *)((const char *)&packed + want[k].off);
                 if (!z->n)
                     continue;
                 const Elf64_Chdr *ch = (const Elf64_Chdr *)z->p;
-                struct sect *s = (struct sect *)((char *)&inflated.d + want[k].off);
+                struct sect *s = (struct sect *)((char *)&dwarf_state.inflated.d + want[k].off);
                 if (zlib_inflate(z->p + sizeof *ch, z->n - sizeof *ch, out, ch->ch_size)) {
                     s->p = out;
                     s->n = ch->ch_size;
@@ -373,7 +384,7 @@ static bool find_sections(const char *img, size_t len, struct dw *d) {
             }
         }
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
-            const struct sect *z = (const struct sect *)((const char *)&inflated.d + want[k].off);
+            const struct sect *z = (const struct sect *)((const char *)&dwarf_state.inflated.d + want[k].off);
             struct sect *s = (struct sect *)((char *)d + want[k].off);
             if (z->n && !s->n)
                 *s = *z;
@@ -495,11 +506,8 @@ static bool read_unit(const struct dw *d, uint64_t off, struct unit *u) {
            u->abbrev_off < d->abbrev.n;
 }
 
-/* The abbreviation index of one unit: code -> offset of its declaration. Static scratch,
- * guarded by the caller's try-lock (dwarf_resolve). */
-#define ABBREV_INDEX 2048
-static uint32_t abbrev_at[ABBREV_INDEX];
-static uint64_t abbrev_for = UINT64_MAX;
+/* The abbreviation index (dwarf_state.abbrev_at): static scratch, guarded by the caller's
+ * try-lock (dwarf_resolve). */
 
 static void skip_abbrev_specs(struct rd *r) {
     for (;;) {
@@ -512,9 +520,9 @@ static void skip_abbrev_specs(struct rd *r) {
 }
 
 static void index_abbrevs(const struct dw *d, uint64_t off) {
-    if (abbrev_for == off)
+    if (dwarf_state.abbrev_for == off)
         return;
-    memset(abbrev_at, 0, sizeof abbrev_at);
+    memset(dwarf_state.abbrev_at, 0, sizeof dwarf_state.abbrev_at);
     struct rd r = rd_make(d->abbrev.p + off, d->abbrev.n - off);
     for (;;) {
         uint64_t at = (uint64_t)(r.p - d->abbrev.p);
@@ -522,21 +530,21 @@ static void index_abbrevs(const struct dw *d, uint64_t off) {
         if (r.bad || !code)
             break;
         if (code < ABBREV_INDEX)
-            abbrev_at[code] = (uint32_t)at + 1; /* 0: no such code */
+            dwarf_state.abbrev_at[code] = (uint32_t)at + 1; /* 0: no such code */
         rd_uleb(&r); /* tag */
         rd_skip(&r, 1);
         skip_abbrev_specs(&r);
     }
-    abbrev_for = off;
+    dwarf_state.abbrev_for = off;
 }
 
 /* A reader at the declaration of `code` in the abbreviation table at abbrev_off (after its code). */
 static bool find_abbrev(const struct dw *d, uint64_t abbrev_off, uint64_t code, struct rd *out) {
     struct rd r = rd_make(d->abbrev.p, d->abbrev.n);
-    if (abbrev_for == abbrev_off && code < ABBREV_INDEX) {
-        if (!abbrev_at[code])
+    if (dwarf_state.abbrev_for == abbrev_off && code < ABBREV_INDEX) {
+        if (!dwarf_state.abbrev_at[code])
             return false;
-        r.p += abbrev_at[code] - 1;
+        r.p += dwarf_state.abbrev_at[code] - 1;
         rd_uleb(&r);
         *out = r;
         return !r.bad;
@@ -997,12 +1005,10 @@ static bool unit_for(const struct dw *d, uint64_t pc, struct unit *u, struct die
     return false;
 }
 
-static atomic_flag busy = ATOMIC_FLAG_INIT;
-
 static int resolve_locked(const char *img, size_t len, uint64_t pc, struct dwarf_frame *out,
                           int max) {
     struct dw d;
-    abbrev_for = UINT64_MAX; /* the index was another file's (or this one mapped elsewhere) */
+    dwarf_state.abbrev_for = UINT64_MAX; /* the index was another file's (or this one mapped elsewhere) */
     if (max <= 0 || !find_sections(img, len, &d))
         return 0;
     struct unit u;
@@ -1076,14 +1082,14 @@ static int resolve_locked(const char *img, size_t len, uint64_t pc, struct dwarf
 }
 
 int dwarf_resolve(const char *img, size_t len, uint64_t vaddr, struct dwarf_frame *out, int max) {
-    if (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire))
+    if (atomic_flag_test_and_set_explicit(&dwarf_state.busy, memory_order_acquire))
         return 0; /* another thread is reporting: no file:line rather than waiting */
     int n = resolve_locked(img, len, vaddr, out, max);
-    atomic_flag_clear_explicit(&busy, memory_order_release);
+    atomic_flag_clear_explicit(&dwarf_state.busy, memory_order_release);
     return n;
 }
 
-void dwarf_after_fork(void) { atomic_flag_clear(&busy); }
+void dwarf_after_fork(void) { atomic_flag_clear(&dwarf_state.busy); }
 
 int dwarf_build_id(const char *img, size_t len, char *hex, size_t cap) {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;

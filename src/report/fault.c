@@ -43,18 +43,27 @@
 
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
-static struct sigaction program[2]; /* what the program believes is installed */
-static oscar_lock program_lock = OSCAR_LOCK_INIT(SIGNAL_HANDLERS);
-static atomic_int installed;
-static void (*recover_hook)(void);
+/* The fault handler's state (per thread: own_stack_top, below, TLS). */
+static struct {
+    /* What the program believes is installed for SIGSEGV and SIGBUS: written by
+     * fault_install, then by the program's sigaction calls under program_lock; the handler
+     * reads it without a lock. */
+    struct sigaction program[2];
+    oscar_lock program_lock;
+    atomic_int installed; /* set once by fault_install, after program[] holds the old ones */
+    /* Called first in the handler (scan/roots.c's guarded reads): set once, by the first
+     * guarded read (atomic flag on its side); read by the handler. */
+    void (*recover_hook)(void);
+    /* Memory outside the region whose faults are reported too (heap/sample.c's pages): set
+     * once by sample_init, at init. */
+    bool (*claim_hook)(uintptr_t addr);
+} fault_state = {.program_lock = OSCAR_LOCK_INIT(SIGNAL_HANDLERS)};
 
 static int slot_of(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
 
-void fault_set_recover_hook(void (*hook)(void)) { recover_hook = hook; }
+void fault_set_recover_hook(void (*hook)(void)) { fault_state.recover_hook = hook; }
 
-/* Memory outside the region whose faults are reported too (heap/sample.c's pages). */
-static bool (*claim_hook)(uintptr_t addr);
-void fault_set_claim_hook(bool (*claims)(uintptr_t addr)) { claim_hook = claims; }
+void fault_set_claim_hook(bool (*claims)(uintptr_t addr)) { fault_state.claim_hook = claims; }
 
 static void set_default(int sig) {
     struct sigaction dfl;
@@ -87,7 +96,7 @@ void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, voi
 }
 
 static void forward(int sig, siginfo_t *si, void *uc) {
-    struct sigaction *prog = &program[slot_of(sig)];
+    struct sigaction *prog = &fault_state.program[slot_of(sig)];
     struct sigaction act = *prog;
     bool custom = (act.sa_flags & SA_SIGINFO) ? act.sa_sigaction != NULL
                                              : act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
@@ -170,10 +179,10 @@ __attribute__((noinline)) static bool report_on_good_stack(struct fault_job *j) 
 
 /* Kept small: on a 4 KiB alternate stack the kernel's frame leaves under 1 KiB for it. */
 static void on_fault(int sig, siginfo_t *si, void *ucv) {
-    if (recover_hook)
-        recover_hook(); /* (jumps back to a guarded read in progress; else returns) */
+    if (fault_state.recover_hook)
+        fault_state.recover_hook(); /* (jumps back to a guarded read in progress; else returns) */
     uintptr_t addr = (uintptr_t)si->si_addr;
-    if ((region_contains(addr) || (claim_hook && claim_hook(addr))) && si->si_code > 0) {
+    if ((region_contains(addr) || (fault_state.claim_hook && fault_state.claim_hook(addr))) && si->si_code > 0) {
         ucontext_t *uc = ucv;
         struct fault_job j = {
             .addr = addr,
@@ -196,21 +205,21 @@ void fault_init(void) {
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    __sigaction(SIGSEGV, &sa, &program[0]);
-    __sigaction(SIGBUS, &sa, &program[1]);
-    atomic_store(&installed, 1);
+    __sigaction(SIGSEGV, &sa, &fault_state.program[0]);
+    __sigaction(SIGBUS, &sa, &fault_state.program[1]);
+    atomic_store(&fault_state.installed, 1);
 }
 
 int fault_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     int i = slot_of(sig);
-    if (i < 0 || !atomic_load(&installed))
+    if (i < 0 || !atomic_load(&fault_state.installed))
         return 0;
-    oscar_lock_acquire(&program_lock);
+    oscar_lock_acquire(&fault_state.program_lock);
     if (old)
-        *old = program[i];
+        *old = fault_state.program[i];
     if (act)
-        program[i] = *act;
-    oscar_lock_release(&program_lock);
+        fault_state.program[i] = *act;
+    oscar_lock_release(&fault_state.program_lock);
     return 1;
 }
 

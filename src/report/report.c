@@ -9,18 +9,23 @@
 
 #include <stdlib.h>
 
-static struct object_info (*describe_hook)(uintptr_t addr);
-static uintptr_t (*view_origin_hook)(uintptr_t addr);
-static struct obj_record *(*record_hook)(uintptr_t start);
+/* The reports' calls up into the heap layer, each set once at init by the layer that knows
+ * (heap/ and modes/ register them before the first report can run); read by the reports,
+ * lock-free. Per thread: in_handler, below, TLS. */
+static struct {
+    struct object_info (*describe_hook)(uintptr_t addr);  /* which object holds an address */
+    uintptr_t (*view_origin_hook)(uintptr_t addr);        /* a view's arena page */
+    struct obj_record *(*record_hook)(uintptr_t start);   /* an object's recorded stacks */
+} report_state;
 
-void report_set_record_hook(struct obj_record *(*record)(uintptr_t)) { record_hook = record; }
+void report_set_record_hook(struct obj_record *(*record)(uintptr_t)) { report_state.record_hook = record; }
 
-void report_set_describe_hook(struct object_info (*describe)(uintptr_t)) { describe_hook = describe; }
-void report_set_view_origin_hook(uintptr_t (*origin)(uintptr_t)) { view_origin_hook = origin; }
+void report_set_describe_hook(struct object_info (*describe)(uintptr_t)) { report_state.describe_hook = describe; }
+void report_set_view_origin_hook(uintptr_t (*origin)(uintptr_t)) { report_state.view_origin_hook = origin; }
 
 struct object_info report_describe(uintptr_t addr) {
-    if (describe_hook)
-        return describe_hook(addr);
+    if (report_state.describe_hook)
+        return report_state.describe_hook(addr);
     return (struct object_info){.state = OBJ_NOT_OURS, .start = addr};
 }
 
@@ -71,7 +76,7 @@ static void print_stored(struct fmt *f, int fd, const char *what, uint32_t tid, 
 
 /* The free and allocation stacks of a heap object, as AddressSanitizer prints them. */
 static void print_history(struct fmt *f, int fd, const struct object_info *o) {
-    struct obj_record *r = record_hook ? record_hook(o->start) : NULL;
+    struct obj_record *r = report_state.record_hook ? report_state.record_hook(o->start) : NULL;
     if (!r && !stack_has_records()) { /* (protect mode: the strict region's table is absent) */
         fmt_str(f, "(protect mode keeps allocation and free stacks only for sampled objects: "
                     "OSCAR_SAMPLE_RATE)\n");
@@ -105,7 +110,7 @@ static void print_current(struct fmt *f, int fd, const char *what) {
     print_frames(f, fd, pc, stack_walk(0, fp, fp, pc, STACK_MAX_FRAMES));
 }
 
-static const char *caller_name[] = {"free", "realloc", "malloc_usable_size"};
+static const char *const caller_name[] = {"free", "realloc", "malloc_usable_size"};
 
 /* "0xADDR is located N bytes inside of M-byte region [0xS,0xE)" (AddressSanitizer's words). */
 /* "0xADDR is located N bytes WHERE M-byte region [0xS,0xE)" then end (AddressSanitizer's
@@ -213,8 +218,8 @@ void report_bad_pointer(uintptr_t addr, struct object_info o, enum report_caller
     abort();
 }
 
-static const char *alloc_name[] = {"malloc", "operator new", "operator new []"};
-static const char *dealloc_name[] = {"free", "operator delete", "operator delete []"};
+static const char *const alloc_name[] = {"malloc", "operator new", "operator new []"};
+static const char *const dealloc_name[] = {"free", "operator delete", "operator delete []"};
 
 /* The end of a mismatch report: where, both stacks, how to turn the check off. */
 static __attribute__((noreturn)) void mismatch_end(struct fmt *f, int fd, uintptr_t addr,
@@ -309,12 +314,12 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     } else if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_VIEW) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region is a custom-allocator view of ");
-        fmt_hex(&f, view_origin_hook ? view_origin_hook(o.start) : 0);
+        fmt_hex(&f, report_state.view_origin_hook ? report_state.view_origin_hook(o.start) : 0);
         fmt_str(&f, " (oscar_view_create); it was revoked (oscar_view_revoke)\n");
     } else if (o.state == OBJ_FREED && entry_kind(o.entry) == PK_ARENA) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region is a custom-allocator arena; it was freed (oscar_arena_free)\n");
-    } else if (o.state == OBJ_FREED && record_hook && record_hook(o.start)) {
+    } else if (o.state == OBJ_FREED && report_state.record_hook && report_state.record_hook(o.start)) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region was freed; its page is revoked (a sampled object: "
                     "OSCAR_SAMPLE_RATE)\n");

@@ -13,7 +13,7 @@
 #include <link.h>
 #include <pthread.h>
 
-int stack_depth;
+int stack_depth; /* OSCAR_STACK_DEPTH: set once by stack_store_init, at init */
 
 struct stack_slot {
     _Atomic uint64_t hash;   /* 0: empty; claimed by CAS */
@@ -22,11 +22,21 @@ struct stack_slot {
     uintptr_t pc[STACK_MAX_FRAMES];
 };
 
-static struct stack_slot *slots;
-static uint64_t slot_mask;
-static struct obj_record *records;
-static size_t records_pages;
-static uintptr_t lib_lo, lib_hi; /* liboscar's mapped image */
+/* The recorded stacks' state (stack_depth, above, is read by the callers: set once by
+ * stack_store_init). Per thread: stack_top and my_tid, below, TLS. */
+static struct {
+    /* The stack store, a hash table of stacks: allocated once by stack_store_init (at init);
+     * its slots are claimed by CAS on their hash, lock-free. */
+    struct stack_slot *slots;
+    uint64_t slot_mask; /* set once with slots */
+    /* One record per page of the region (who allocated and freed its object): allocated
+     * once by stack_init; each record is written by the thread that owns its object. */
+    struct obj_record *records;
+    /* records' pages still mapped: set by stack_init, lowered by records_shrink (the
+     * region's shrink hook, under its caller's one-at-a-time recount) */
+    size_t records_pages;
+    uintptr_t lib_lo, lib_hi; /* liboscar's mapped image: set once by stack_store_init */
+} stack_state;
 extern void *__libc_stack_end;
 static __thread uintptr_t stack_top __attribute__((tls_model("initial-exec")));
 static __thread uint32_t my_tid __attribute__((tls_model("initial-exec")));
@@ -56,34 +66,34 @@ static void find_own_image(void) {
     for (int i = 0; i < eh->e_phnum; i++)
         if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > hi)
             hi = ph[i].p_vaddr + ph[i].p_memsz;
-    lib_lo = (uintptr_t)eh;
-    lib_hi = lib_lo + hi;
+    stack_state.lib_lo = (uintptr_t)eh;
+    stack_state.lib_hi = stack_state.lib_lo + hi;
 }
 
 /* The region gave back its top (RLIMIT_AS lowered): so do the records of its pages. */
 static void records_shrink(uintptr_t new_end) {
-    uintptr_t lo = (uintptr_t)&records[(new_end - oscar_region.base) >> OSCAR_PAGE_SHIFT];
-    uintptr_t hi = (uintptr_t)&records[records_pages];
+    uintptr_t lo = (uintptr_t)&stack_state.records[(new_end - oscar_region.base) >> OSCAR_PAGE_SHIFT];
+    uintptr_t hi = (uintptr_t)&stack_state.records[stack_state.records_pages];
     lo = align_up(lo, OSCAR_PAGE);
     hi &= ~(OSCAR_PAGE - 1);
     if (hi > lo)
         os_unmap((void *)lo, hi - lo);
-    records_pages = (new_end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
+    stack_state.records_pages = (new_end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
 }
 
 int stack_init(void) {
     size_t pages = (oscar_region.end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
     int err;
-    records = os_alloc_meta(pages * sizeof(struct obj_record), &err);
-    if (!records)
+    stack_state.records = os_alloc_meta(pages * sizeof(struct obj_record), &err);
+    if (!stack_state.records)
         return err;
-    records_pages = pages;
+    stack_state.records_pages = pages;
     region_set_shrink_hook(records_shrink);
     return stack_store_init();
 }
 
 int stack_store_init(void) {
-    if (slots)
+    if (stack_state.slots)
         return 0;
     stack_depth = (int)options_int(OPT_STACK_DEPTH);
     int err;
@@ -94,10 +104,10 @@ int stack_store_init(void) {
     uint64_t n = 1;
     while ((n << 1) * sizeof(struct stack_slot) <= bytes)
         n <<= 1;
-    slots = os_alloc_meta(n * sizeof(struct stack_slot), &err);
-    if (!slots)
+    stack_state.slots = os_alloc_meta(n * sizeof(struct stack_slot), &err);
+    if (!stack_state.slots)
         return err;
-    slot_mask = n - 1;
+    stack_state.slot_mask = n - 1;
     find_own_image();
     /* The module table before any capture: with OSCAR_STACK_DEPTH=0 nothing else fills it,
      * and the SIGSEGV handler never does. */
@@ -105,7 +115,7 @@ int stack_store_init(void) {
     return 0;
 }
 
-bool stack_is_ours(uintptr_t pc) { return pc - lib_lo < lib_hi - lib_lo; }
+bool stack_is_ours(uintptr_t pc) { return pc - stack_state.lib_lo < stack_state.lib_hi - stack_state.lib_lo; }
 
 /* The top of the current thread's stack: where the frame chain must end. */
 static uintptr_t thread_stack_top(void) {
@@ -158,12 +168,12 @@ static int walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int ma
                 out[n++] = r.pc;
             return n;
         }
-        n = unwind_walk(&r, sp, alt_hi, may_refresh, lib_lo, lib_hi, out, n, max);
+        n = unwind_walk(&r, sp, alt_hi, may_refresh, stack_state.lib_lo, stack_state.lib_hi, out, n, max);
         if (n == max || !r.exact || top - r.sp > (64UL << 20))
             return n; /* (exact: the walk stopped on a signal frame whose context is elsewhere) */
         sp = r.sp;
     }
-    return unwind_walk(&r, sp, top, may_refresh, lib_lo, lib_hi, out, n, max);
+    return unwind_walk(&r, sp, top, may_refresh, stack_state.lib_lo, stack_state.lib_hi, out, n, max);
 }
 
 int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max) {
@@ -183,8 +193,8 @@ static uint64_t hash_frames(const uintptr_t *pc, int n) {
 static uint32_t store(const uintptr_t *pc, int n) {
     uint64_t h = hash_frames(pc, n);
     for (uint64_t i = 0; i < PROBES; i++) {
-        uint64_t idx = (h + i) & slot_mask;
-        struct stack_slot *s = &slots[idx];
+        uint64_t idx = (h + i) & stack_state.slot_mask;
+        struct stack_slot *s = &stack_state.slots[idx];
         uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
         if (cur == 0) {
             if (atomic_compare_exchange_strong(&s->hash, &cur, h)) {
@@ -219,10 +229,10 @@ static uint32_t capture(void) {
     return n ? store(pc, n) : 0;
 }
 
-bool stack_has_records(void) { return records != NULL; }
+bool stack_has_records(void) { return stack_state.records != NULL; }
 
 struct obj_record *stack_record(uintptr_t page) {
-    return &records[region_page_index(page)];
+    return &stack_state.records[region_page_index(page)];
 }
 
 void stack_record_alloc(struct obj_record *r) {
@@ -240,9 +250,9 @@ void stack_note_alloc(uintptr_t page) { stack_record_alloc(stack_record(page)); 
 void stack_note_free(uintptr_t page) { stack_record_free(stack_record(page)); }
 
 int stack_frames(uint32_t id, uintptr_t *out) {
-    if (!id || id - 1 > slot_mask)
+    if (!id || id - 1 > stack_state.slot_mask)
         return 0;
-    struct stack_slot *s = &slots[id - 1];
+    struct stack_slot *s = &stack_state.slots[id - 1];
     int n = (int)atomic_load_explicit(&s->frames, memory_order_acquire);
     for (int k = 0; k < n; k++)
         out[k] = s->pc[k];

@@ -14,19 +14,29 @@
 #define MAX_MODULES 512
 #define REFRESH_EVERY_NS (50u * 1000 * 1000)
 
-static struct module modules[MAX_MODULES];
-static _Atomic bool module_gone[MAX_MODULES]; /* unloaded since it was added */
-static _Atomic int module_count;
-static atomic_flag refreshing = ATOMIC_FLAG_INIT;
-static _Atomic uint64_t last_refresh_ns;
-static bool seen_now[MAX_MODULES];
+/* The module table's state. Entries are added only by a refresh, and a refresh runs under
+ * `refreshing` (a try-lock: a thread that finds it taken goes on with the table as it is);
+ * readers (module_of) take no lock. */
+static struct {
+    struct module modules[MAX_MODULES]; /* an entry is written before module_count covers it */
+    _Atomic bool module_gone[MAX_MODULES]; /* unloaded since it was added (set by a refresh) */
+    _Atomic int module_count;              /* published with release by a refresh */
+    atomic_flag refreshing;                /* cleared in a fork child (unwind_after_fork) */
+    _Atomic uint64_t last_refresh_ns;      /* written by a refresh, relaxed */
+    bool seen_now[MAX_MODULES];            /* a refresh's scratch, under `refreshing` */
+    /* The loader's counts of modules loaded and unloaded so far (dl_phdr_info's dlpi_adds
+     * and dlpi_subs), read from the first module: the walk stops there. Written by a
+     * refresh, relaxed. */
+    _Atomic uint64_t seen_adds, seen_subs;
+    char maps_buf[8192]; /* /proc/self/maps, read under `refreshing` */
+} modules_state = {.refreshing = ATOMIC_FLAG_INIT, .seen_adds = UINT64_MAX};
 
 const struct module *module_of(uintptr_t pc) {
-    int n = atomic_load_explicit(&module_count, memory_order_acquire);
+    int n = atomic_load_explicit(&modules_state.module_count, memory_order_acquire);
     for (int i = n - 1; i >= 0; i--) /* newest first: a module loaded where one was unloaded */
-        if (pc - modules[i].lo < modules[i].hi - modules[i].lo &&
-            !atomic_load_explicit(&module_gone[i], memory_order_relaxed))
-            return &modules[i];
+        if (pc - modules_state.modules[i].lo < modules_state.modules[i].hi - modules_state.modules[i].lo &&
+            !atomic_load_explicit(&modules_state.module_gone[i], memory_order_relaxed))
+            return &modules_state.modules[i];
     return NULL;
 }
 
@@ -49,19 +59,19 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
     }
     if (hi <= lo)
         return 0;
-    int n = atomic_load_explicit(&module_count, memory_order_relaxed);
+    int n = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
     const char *name = info->dlpi_name ? info->dlpi_name : "";
     for (int i = 0; i < n; i++) {
-        if (modules[i].lo == lo && modules[i].hi == hi && modules[i].bias == info->dlpi_addr &&
-            modules[i].eh_hdr == eh && (!*name || !strncmp(modules[i].path, name, MODULE_PATH_MAX - 1)) &&
-            !atomic_load_explicit(&module_gone[i], memory_order_relaxed)) {
-            seen_now[i] = true;
+        if (modules_state.modules[i].lo == lo && modules_state.modules[i].hi == hi && modules_state.modules[i].bias == info->dlpi_addr &&
+            modules_state.modules[i].eh_hdr == eh && (!*name || !strncmp(modules_state.modules[i].path, name, MODULE_PATH_MAX - 1)) &&
+            !atomic_load_explicit(&modules_state.module_gone[i], memory_order_relaxed)) {
+            modules_state.seen_now[i] = true;
             return 0;
         }
     }
     if (n == MAX_MODULES)
         return 1;
-    struct module *m = &modules[n];
+    struct module *m = &modules_state.modules[n];
     m->lo = lo;
     m->hi = hi;
     m->bias = info->dlpi_addr;
@@ -77,14 +87,10 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
     } else {
         m->path[0] = 0; /* the vdso */
     }
-    seen_now[n] = true;
-    atomic_store_explicit(&module_count, n + 1, memory_order_release);
+    modules_state.seen_now[n] = true;
+    atomic_store_explicit(&modules_state.module_count, n + 1, memory_order_release);
     return 0;
 }
-
-/* The loader's counts of modules loaded and unloaded so far (dl_phdr_info's dlpi_adds and
- * dlpi_subs), read from the first module: the walk stops there. */
-static _Atomic uint64_t seen_adds = UINT64_MAX, seen_subs;
 
 static int read_counts(struct dl_phdr_info *info, size_t size, void *arg) {
     uint64_t *c = arg;
@@ -99,24 +105,24 @@ static void cache_flush(void);
 
 /* Under `refreshing`. */
 static void rebuild(void) {
-    int before = atomic_load_explicit(&module_count, memory_order_relaxed);
-    memset(seen_now, 0, sizeof seen_now);
+    int before = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
+    memset(modules_state.seen_now, 0, sizeof modules_state.seen_now);
     dl_iterate_phdr(add_module, NULL);
     for (int i = 0; i < before; i++)
-        if (!seen_now[i])
-            atomic_store_explicit(&module_gone[i], true, memory_order_relaxed);
+        if (!modules_state.seen_now[i])
+            atomic_store_explicit(&modules_state.module_gone[i], true, memory_order_relaxed);
 }
 
 void module_refresh(bool force) {
     uint64_t now = os_monotonic_ns();
-    if (!force && now - atomic_load_explicit(&last_refresh_ns, memory_order_relaxed) < REFRESH_EVERY_NS &&
-        atomic_load_explicit(&module_count, memory_order_relaxed) != 0)
+    if (!force && now - atomic_load_explicit(&modules_state.last_refresh_ns, memory_order_relaxed) < REFRESH_EVERY_NS &&
+        atomic_load_explicit(&modules_state.module_count, memory_order_relaxed) != 0)
         return;
-    if (atomic_flag_test_and_set_explicit(&refreshing, memory_order_acquire))
+    if (atomic_flag_test_and_set_explicit(&modules_state.refreshing, memory_order_acquire))
         return;
-    atomic_store_explicit(&last_refresh_ns, now, memory_order_relaxed);
+    atomic_store_explicit(&modules_state.last_refresh_ns, now, memory_order_relaxed);
     rebuild();
-    atomic_flag_clear_explicit(&refreshing, memory_order_release);
+    atomic_flag_clear_explicit(&modules_state.refreshing, memory_order_release);
 }
 
 /* Bring the table up to date when the loader loaded or unloaded a module since the last look
@@ -125,19 +131,19 @@ void module_refresh(bool force) {
 static void module_sync(void) {
     uint64_t c[2] = {0, 0};
     dl_iterate_phdr(read_counts, c);
-    if (c[0] == atomic_load_explicit(&seen_adds, memory_order_relaxed) &&
-        c[1] == atomic_load_explicit(&seen_subs, memory_order_relaxed))
+    if (c[0] == atomic_load_explicit(&modules_state.seen_adds, memory_order_relaxed) &&
+        c[1] == atomic_load_explicit(&modules_state.seen_subs, memory_order_relaxed))
         return;
-    if (atomic_flag_test_and_set_explicit(&refreshing, memory_order_acquire))
+    if (atomic_flag_test_and_set_explicit(&modules_state.refreshing, memory_order_acquire))
         return;
-    bool unloaded = c[1] != atomic_load_explicit(&seen_subs, memory_order_relaxed);
+    bool unloaded = c[1] != atomic_load_explicit(&modules_state.seen_subs, memory_order_relaxed);
     rebuild();
     if (unloaded)
         cache_flush();
-    atomic_store_explicit(&seen_adds, c[0], memory_order_relaxed);
-    atomic_store_explicit(&seen_subs, c[1], memory_order_relaxed);
-    atomic_store_explicit(&last_refresh_ns, os_monotonic_ns(), memory_order_relaxed);
-    atomic_flag_clear_explicit(&refreshing, memory_order_release);
+    atomic_store_explicit(&modules_state.seen_adds, c[0], memory_order_relaxed);
+    atomic_store_explicit(&modules_state.seen_subs, c[1], memory_order_relaxed);
+    atomic_store_explicit(&modules_state.last_refresh_ns, os_monotonic_ns(), memory_order_relaxed);
+    atomic_flag_clear_explicit(&modules_state.refreshing, memory_order_release);
 }
 
 /* ---- A module from /proc/self/maps: for a report in the SIGSEGV handler (no loader lock), when
@@ -180,8 +186,6 @@ static bool parse_maps_line(const char *l, uintptr_t *start, uintptr_t *end, uin
     return true;
 }
 
-static char maps_buf[8192]; /* under `refreshing` */
-
 static const struct module *module_from_maps_locked(uintptr_t pc) {
     long fd = os_open_read("/proc/self/maps");
     if (fd < 0)
@@ -191,12 +195,12 @@ static const struct module *module_from_maps_locked(uintptr_t pc) {
     bool readable0 = false, found = false;
     size_t have = 0;
     for (;;) {
-        long n = os_read((int)fd, maps_buf + have, sizeof maps_buf - 1 - have);
+        long n = os_read((int)fd, modules_state.maps_buf + have, sizeof modules_state.maps_buf - 1 - have);
         if (n <= 0)
             break;
         have += (size_t)n;
-        maps_buf[have] = 0;
-        char *line = maps_buf, *nl;
+        modules_state.maps_buf[have] = 0;
+        char *line = modules_state.maps_buf, *nl;
         while ((nl = strchr(line, '\n')) != NULL) {
             *nl = 0;
             uintptr_t start, end, off;
@@ -214,9 +218,9 @@ static const struct module *module_from_maps_locked(uintptr_t pc) {
             }
             line = nl + 1;
         }
-        have = (size_t)(maps_buf + have - line);
-        memmove(maps_buf, line, have);
-        if (have == sizeof maps_buf - 1)
+        have = (size_t)(modules_state.maps_buf + have - line);
+        memmove(modules_state.maps_buf, line, have);
+        if (have == sizeof modules_state.maps_buf - 1)
             have = 0; /* a line longer than the buffer: dropped */
     }
 done:
@@ -239,19 +243,19 @@ done:
         return NULL;
     struct dl_phdr_info info = {.dlpi_addr = bias, .dlpi_name = path0, .dlpi_phdr = ph,
                                 .dlpi_phnum = eh->e_phnum};
-    int before = atomic_load_explicit(&module_count, memory_order_relaxed);
+    int before = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
     add_module(&info, sizeof info, NULL);
-    int after = atomic_load_explicit(&module_count, memory_order_relaxed);
-    return after > before && pc - modules[after - 1].lo < modules[after - 1].hi - modules[after - 1].lo
-               ? &modules[after - 1]
+    int after = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
+    return after > before && pc - modules_state.modules[after - 1].lo < modules_state.modules[after - 1].hi - modules_state.modules[after - 1].lo
+               ? &modules_state.modules[after - 1]
                : NULL;
 }
 
 const struct module *module_from_maps(uintptr_t pc) {
-    if (atomic_flag_test_and_set_explicit(&refreshing, memory_order_acquire))
+    if (atomic_flag_test_and_set_explicit(&modules_state.refreshing, memory_order_acquire))
         return NULL;
     const struct module *m = module_from_maps_locked(pc);
-    atomic_flag_clear_explicit(&refreshing, memory_order_release);
+    atomic_flag_clear_explicit(&modules_state.refreshing, memory_order_release);
     return m;
 }
 
@@ -553,7 +557,11 @@ static struct rule compute_rule(const struct module *m, uintptr_t pc) {
 struct cache_entry {
     _Atomic uint64_t pc, rule, check;
 };
-static struct cache_entry cache[CACHE_SIZE];
+/* The rule cache's state: entries written by any thread, lock-free (the check word tells
+ * a torn entry). */
+static struct {
+    struct cache_entry cache[CACHE_SIZE];
+} rule_cache_state;
 
 /* The check word: a mixed pc against the rule, so that a reader that sees the words of two
  * racing writers (pc of one, rule of the other) finds a mismatch. */
@@ -562,7 +570,7 @@ static inline uint64_t mix(uint64_t pc, uint64_t rule) {
 }
 
 static inline struct cache_entry *cache_slot(uintptr_t pc) {
-    return &cache[(pc ^ (pc >> 12)) & (CACHE_SIZE - 1)];
+    return &rule_cache_state.cache[(pc ^ (pc >> 12)) & (CACHE_SIZE - 1)];
 }
 
 /* The cache missed: find the module, run its CFA program, remember the rule. */
@@ -585,11 +593,11 @@ __attribute__((noinline)) static struct rule rule_slow(uintptr_t pc, bool may_re
 
 static void cache_flush(void) {
     for (size_t i = 0; i < CACHE_SIZE; i++)
-        atomic_store_explicit(&cache[i].check, 0, memory_order_relaxed); /* never a valid check */
+        atomic_store_explicit(&rule_cache_state.cache[i].check, 0, memory_order_relaxed); /* never a valid check */
 }
 
 void unwind_after_fork(void) {
-    atomic_flag_clear(&refreshing); /* a thread that held it does not exist in the child */
+    atomic_flag_clear(&modules_state.refreshing); /* a thread that held it does not exist in the child */
 }
 
 static inline struct rule rule_for(uintptr_t pc, bool may_refresh) {
