@@ -754,6 +754,10 @@ enum { CM_UNKNOWN, CM_OFF }; /* CM_OFF: marks are not concurrent here (no tracki
 #define MARKER_STACK (1UL << 20)
 #define RUNS_MAX 512
 #define PRECLEAN_ROUNDS 2
+/* Below this much heap a mark takes a few milliseconds with the world stopped, less than a
+ * concurrent round's fixed cost (protecting, listing and unprotecting the pages, the handoff
+ * to the marker): such marks run on the freeing thread. */
+#define CONCURRENT_MIN_PAGES ((8UL << 20) >> PH_PAGE_SHIFT)
 
 static struct {
     int setting;              /* OPT_MARK: 0 auto, 1 concurrent, 2 stop (set at init) */
@@ -1024,7 +1028,8 @@ static bool marker_started(void) {
  * marks itself). An urgent caller (the quarantine far past its trigger) waits for the round. */
 static bool concurrent_request(void) {
     if (cm.setting == 2 || atomic_load_explicit(&cm.state, memory_order_relaxed) == CM_OFF ||
-        in_mark || !world_park_signal)
+        in_mark || !world_park_signal ||
+        atomic_load_explicit(&ph.used_pages, memory_order_relaxed) < CONCURRENT_MIN_PAGES)
         return false;
     if (!marker_started())
         return false; /* (this time, the caller marks) */
