@@ -21,40 +21,42 @@ struct keep_slot {
     bool busy;
 };
 
+/* The keep's state. area, window and max_bytes are set once by keep_init; the rest is
+ * under lock (a slot marked busy is its claimer's until slot_done, which takes the lock). */
 static struct {
-    oscar_lock lock;
+    oscar_lock lock;  /* rank KEEP; fork holds it */
     uintptr_t area;   /* 0: keeping is off */
     size_t window;    /* bytes of address space per slot, the largest object kept */
     size_t max_bytes; /* OSCAR_KEEP_FREED_MIB */
-    size_t kept;      /* bytes in slots, or being moved into them */
-    struct keep_slot slot[KEEP_SLOTS];
-} keep = {.lock = OSCAR_LOCK_INIT(KEEP)};
+    size_t kept;      /* bytes in slots, or being moved into them: under lock */
+    struct keep_slot slot[KEEP_SLOTS]; /* under lock */
+} keep_state = {.lock = OSCAR_LOCK_INIT(KEEP)};
 
 void keep_init(void) {
-    keep.max_bytes = (size_t)options_int(OPT_KEEP_FREED_MIB) << 20;
-    size_t w = keep.max_bytes < KEEP_OBJECT_MAX ? keep.max_bytes : KEEP_OBJECT_MAX;
-    keep.window = (w + KEEP_ALIGN - 1) & ~(KEEP_ALIGN - 1);
-    if (!keep.window)
+    keep_state.max_bytes = (size_t)options_int(OPT_KEEP_FREED_MIB) << 20;
+    size_t w = keep_state.max_bytes < KEEP_OBJECT_MAX ? keep_state.max_bytes : KEEP_OBJECT_MAX;
+    keep_state.window = (w + KEEP_ALIGN - 1) & ~(KEEP_ALIGN - 1);
+    if (!keep_state.window)
         return;
     int err;
-    uintptr_t r = (uintptr_t)os_reserve(keep.window * KEEP_SLOTS + KEEP_ALIGN, &err);
+    uintptr_t r = (uintptr_t)os_reserve(keep_state.window * KEEP_SLOTS + KEEP_ALIGN, &err);
     if (!r)
         return; /* no keep: freed large objects give their memory back, as before */
-    keep.area = (r + KEEP_ALIGN - 1) & ~(KEEP_ALIGN - 1);
+    keep_state.area = (r + KEEP_ALIGN - 1) & ~(KEEP_ALIGN - 1);
     /* The reservation, and at most a kept run and an emptied remnant per slot. */
     maplimit_add(1 + 2 * KEEP_SLOTS);
 }
 
-void keep_lock(void) { oscar_lock_acquire(&keep.lock); }
-void keep_unlock(void) { oscar_lock_release(&keep.lock); }
+void keep_lock(void) { oscar_lock_acquire(&keep_state.lock); }
+void keep_unlock(void) { oscar_lock_release(&keep_state.lock); }
 
 void keep_after_fork_child(void) {
-    keep.kept = 0;
+    keep_state.kept = 0;
     for (unsigned i = 0; i < KEEP_SLOTS; i++) {
-        struct keep_slot *s = &keep.slot[i];
+        struct keep_slot *s = &keep_state.slot[i];
         if (s->busy)
             *s = (struct keep_slot){0}; /* (a later put replaces whatever it left there) */
-        keep.kept += s->len;
+        keep_state.kept += s->len;
     }
     keep_unlock();
 }
@@ -64,7 +66,7 @@ static void slot_done(struct keep_slot *s, uintptr_t at, size_t len, int64_t kep
     s->at = at;
     s->len = len;
     s->busy = false;
-    keep.kept += kept_change;
+    keep_state.kept += kept_change;
     keep_unlock();
 }
 
@@ -74,7 +76,7 @@ static void slot_done(struct keep_slot *s, uintptr_t at, size_t len, int64_t kep
 static struct keep_slot *slot_for(size_t len, uintptr_t *victim_at, size_t *victim_len) {
     struct keep_slot *s = NULL, *small = NULL;
     for (unsigned i = 0; i < KEEP_SLOTS; i++) {
-        struct keep_slot *t = &keep.slot[i];
+        struct keep_slot *t = &keep_state.slot[i];
         if (t->busy)
             continue;
         if (!t->len && !s)
@@ -83,18 +85,18 @@ static struct keep_slot *slot_for(size_t len, uintptr_t *victim_at, size_t *vict
             small = t;
     }
     *victim_len = 0;
-    if (!s || keep.kept + len > keep.max_bytes) {
+    if (!s || keep_state.kept + len > keep_state.max_bytes) {
         /* Full: a bigger run serves more objects (they take its front) than a small one. */
-        if (!small || keep.kept - small->len + len > keep.max_bytes)
+        if (!small || keep_state.kept - small->len + len > keep_state.max_bytes)
             return NULL;
         s = small;
         *victim_at = s->at;
         *victim_len = s->len;
-        keep.kept -= s->len;
+        keep_state.kept -= s->len;
         s->len = 0;
     }
     s->busy = true;
-    keep.kept += len;
+    keep_state.kept += len;
     return s;
 }
 
@@ -102,7 +104,7 @@ static struct keep_slot *slot_for(size_t len, uintptr_t *victim_at, size_t *vict
  * none of its neighbours): only while mappings are plenty. Guard markers are needed too:
  * without them every freed object already costs a PROT_NONE mapping. */
 static bool keep_usable(size_t len) {
-    return keep.area && len > KEEP_MIN && len <= keep.window && os_guards_usable() && maplimit_plenty();
+    return keep_state.area && len > KEEP_MIN && len <= keep_state.window && os_guards_usable() && maplimit_plenty();
 }
 
 bool keep_put(uintptr_t a, size_t len) {
@@ -115,7 +117,7 @@ bool keep_put(uintptr_t a, size_t len) {
     keep_unlock();
     if (!s)
         return false;
-    uintptr_t to = keep.area + (uintptr_t)(s - keep.slot) * keep.window;
+    uintptr_t to = keep_state.area + (uintptr_t)(s - keep_state.slot) * keep_state.window;
     /* The move replaces whatever lies at [to, to + len): a victim beyond it is dropped. */
     if (victim_len && victim_at + victim_len > to + len)
         os_drop((void *)victim_at, victim_len);
@@ -137,7 +139,7 @@ bool keep_claim(size_t len, struct keep_claim *c) {
     keep_lock();
     struct keep_slot *best = NULL;
     for (unsigned i = 0; i < KEEP_SLOTS; i++) {
-        struct keep_slot *s = &keep.slot[i];
+        struct keep_slot *s = &keep_state.slot[i];
         if (!s->busy && s->len >= len && (!best || s->len < best->len))
             best = s; /* the smallest run that fits: big runs stay for big objects */
     }
@@ -169,13 +171,13 @@ bool keep_move(const struct keep_claim *c, uintptr_t a) {
 }
 
 size_t keep_trim(void) {
-    if (!keep.area)
+    if (!keep_state.area)
         return 0;
     struct keep_slot *taken[KEEP_SLOTS];
     unsigned n = 0;
     keep_lock();
     for (unsigned i = 0; i < KEEP_SLOTS; i++) {
-        struct keep_slot *s = &keep.slot[i];
+        struct keep_slot *s = &keep_state.slot[i];
         if (!s->busy && s->len) {
             s->busy = true; /* (no claim can take it while its pages are dropped) */
             taken[n++] = s;

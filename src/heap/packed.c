@@ -12,9 +12,13 @@
 
 #include <errno.h>
 
-bool packed_mode;
-unsigned packed_k;
-static uint64_t poison_word;
+bool packed_mode; /* set once by modes/alloc.c's init, under its init lock */
+unsigned packed_k; /* set once by packed_init */
+static struct {
+    /* The poison window's address, written into freed packed objects (0: no window): set
+     * once by packed_init. */
+    uint64_t poison_word;
+} packed_state;
 
 /* Marks a queued page whose canonical page has no live object left, so the flush gives
  * its memory back (an entry bit packed pages never use; never stored in the region). */
@@ -37,7 +41,7 @@ void packed_init(void) {
         region_store(p, entry_large(PK_POISON, 0));
     /* A pointer read back plus a field offset (up to the window) still lands inside; below
      * the window is never-mapped region too (a wild-access report). */
-    poison_word = w;
+    packed_state.poison_word = w;
 }
 
 /* Reuse spans (canon.h): their pages are mapped again at new shadows once revoked, so
@@ -434,11 +438,11 @@ static bool release_slot(uintptr_t a, uint64_t e, unsigned slot) {
 }
 
 void packed_poison(uintptr_t a, size_t bytes) {
-    if (!poison_word)
+    if (!packed_state.poison_word)
         return;
     uint64_t *w = (uint64_t *)a;
     for (size_t i = 0; i < bytes / 8; i++)
-        w[i] = poison_word;
+        w[i] = packed_state.poison_word;
 }
 
 bool packed_free(uintptr_t a, uint64_t e) {

@@ -26,35 +26,40 @@ enum chunk_state {
 #define STATE_MASK 3
 #define PENDING 4 /* (a flag with the state) on the pending list: never recycled */
 
-static _Atomic uint8_t *state; /* one byte per chunk of the region */
-static size_t chunks;
-static oscar_lock busy = OSCAR_LOCK_INIT(RECLAIM); /* a sweep or a recycle is running */
-static _Atomic uintptr_t next_sweep;
-/* Only touched by the sweeping thread (under busy): the chunks below frontier that are
- * neither reclaimed nor never used, pending[0, n_pending), visited in passes that compact
- * the list as they go (read at r, survivors written back at w <= r), so a pass costs the
- * chunks still in use, however many were reclaimed before them. */
-static uint32_t *pending;
-static size_t n_pending, r, w, frontier, passes;
-/* Once the region is used up (region_take), the addresses of reclaimed chunks are handed
- * out again, oldest first, from a window of consecutive ones (under busy). */
-static uintptr_t window_cur, window_end;
-static size_t recycle_next;
-/* Chunks that became recyclable so far (reclaimed, or marked never used), and its value and
- * the window size asked for when recycling last found nothing. */
-static _Atomic size_t freed_chunks;
-static size_t failed_at = SIZE_MAX, failed_need, hopeless_calls;
-/* Set once not even one chunk could be found: live objects fill the region. */
-static atomic_bool short_of_addresses;
-static atomic_int warned_recycling, warned_short;
+/* The reclaim sweep's state. */
+static struct {
+    _Atomic uint8_t *state; /* one byte per chunk of the region: allocated once by reclaim_init;
+                             * each byte moved by CAS, lock-free */
+    size_t chunks;          /* chunks of the region: set once by reclaim_init */
+    oscar_lock busy;        /* a sweep or a recycle is running (rank RECLAIM) */
+    _Atomic uintptr_t next_sweep; /* the bump address that triggers the next sweep: atomic */
+    /* Only touched by the sweeping thread (under busy): the chunks below frontier that are
+     * neither reclaimed nor never used, pending[0, n_pending), visited in passes that
+     * compact the list as they go (read at r, survivors written back at w <= r), so a pass
+     * costs the chunks still in use, however many were reclaimed before them. */
+    uint32_t *pending;
+    size_t n_pending, r, w, frontier, passes;
+    /* Once the region is used up (region_take), the addresses of reclaimed chunks are
+     * handed out again, oldest first, from a window of consecutive ones (under busy). */
+    uintptr_t window_cur, window_end;
+    size_t recycle_next;
+    /* Chunks that became recyclable so far (reclaimed, or marked never used: atomic), and
+     * its value and the window size asked for when recycling last found nothing (under
+     * busy). */
+    _Atomic size_t freed_chunks;
+    size_t failed_at, failed_need, hopeless_calls;
+    /* Set once not even one chunk could be found: live objects fill the region. */
+    atomic_bool short_of_addresses;
+    atomic_int warned_recycling, warned_short; /* each set once, by its warning (exchange) */
+} reclaim_state = {.busy = OSCAR_LOCK_INIT(RECLAIM), .failed_at = SIZE_MAX};
 
 void reclaim_init(void) {
-    chunks = (oscar_region.end - oscar_region.base) / REGION_CHUNK;
+    reclaim_state.chunks = (oscar_region.end - oscar_region.base) / REGION_CHUNK;
     int err;
-    state = os_alloc_meta(chunks, &err);
-    pending = os_alloc_meta(chunks * sizeof *pending, &err);
-    if (!state || !pending) {
-        state = NULL;
+    reclaim_state.state = os_alloc_meta(reclaim_state.chunks, &err);
+    reclaim_state.pending = os_alloc_meta(reclaim_state.chunks * sizeof *reclaim_state.pending, &err);
+    if (!reclaim_state.state || !reclaim_state.pending) {
+        reclaim_state.state = NULL;
         return; /* no reclaiming: metadata simply stays */
     }
     static const struct region_hooks hooks = {
@@ -63,41 +68,41 @@ void reclaim_init(void) {
         .recycle = reclaim_recycle,
     };
     region_set_hooks(&hooks);
-    atomic_store(&next_sweep, oscar_region.base + SWEEP_EVERY);
+    atomic_store(&reclaim_state.next_sweep, oscar_region.base + SWEEP_EVERY);
 }
 
 static size_t chunk_of(uintptr_t a) { return (a - oscar_region.base) / REGION_CHUNK; }
 static uintptr_t chunk_base(size_t i) { return oscar_region.base + i * REGION_CHUNK; }
 
 static enum chunk_state chunk_state(size_t i) {
-    return atomic_load_explicit(&state[i], memory_order_relaxed) & STATE_MASK;
+    return atomic_load_explicit(&reclaim_state.state[i], memory_order_relaxed) & STATE_MASK;
 }
 /* (Keeps the PENDING flag: threads marking slice rests never race the list.) */
 static void set_state(size_t i, enum chunk_state s) {
-    uint8_t old = atomic_load_explicit(&state[i], memory_order_relaxed);
-    while (!atomic_compare_exchange_weak(&state[i], &old, (uint8_t)((old & PENDING) | s)))
+    uint8_t old = atomic_load_explicit(&reclaim_state.state[i], memory_order_relaxed);
+    while (!atomic_compare_exchange_weak(&reclaim_state.state[i], &old, (uint8_t)((old & PENDING) | s)))
         ;
 }
 static void add_pending(size_t i) {
-    pending[n_pending++] = (uint32_t)i;
-    atomic_fetch_or(&state[i], PENDING);
+    reclaim_state.pending[reclaim_state.n_pending++] = (uint32_t)i;
+    atomic_fetch_or(&reclaim_state.state[i], PENDING);
 }
 
 bool reclaim_is_reclaimed(uintptr_t a) {
-    return state && region_contains(a) && chunk_state(chunk_of(a)) == CHUNK_RECLAIMED;
+    return reclaim_state.state && region_contains(a) && chunk_state(chunk_of(a)) == CHUNK_RECLAIMED;
 }
 
 void reclaim_mark_never(uintptr_t lo, uintptr_t hi) {
-    if (!state)
+    if (!reclaim_state.state)
         return;
     for (uintptr_t c = lo; c + REGION_CHUNK <= hi; c += REGION_CHUNK) {
         set_state(chunk_of(c), CHUNK_NEVER);
-        atomic_fetch_add(&freed_chunks, 1);
+        atomic_fetch_add(&reclaim_state.freed_chunks, 1);
     }
 }
 
 uintptr_t reclaim_next_page(uintptr_t p) {
-    if (state && !(p & (REGION_CHUNK - 1)) && chunk_state(chunk_of(p)) >= CHUNK_RECLAIMED)
+    if (reclaim_state.state && !(p & (REGION_CHUNK - 1)) && chunk_state(chunk_of(p)) >= CHUNK_RECLAIMED)
         return p + REGION_CHUNK;
     return p + OSCAR_PAGE;
 }
@@ -166,8 +171,8 @@ static void drop_chunks(const size_t *drop, unsigned n) {
     /* Marked first: a report racing with the drop then says "reclaimed", never "wild".
      * (Off the pending list now.) */
     for (unsigned j = 0; j < n; j++)
-        atomic_store_explicit(&state[drop[j]], CHUNK_RECLAIMED, memory_order_relaxed);
-    atomic_fetch_add(&freed_chunks, n);
+        atomic_store_explicit(&reclaim_state.state[drop[j]], CHUNK_RECLAIMED, memory_order_relaxed);
+    atomic_fetch_add(&reclaim_state.freed_chunks, n);
     if (os_drop_ranges(r, m) != 0)
         return; /* whatever was not dropped stays as it was: only memory is lost */
     stats_add(STAT_CHUNKS_RECLAIMED, n);
@@ -175,34 +180,34 @@ static void drop_chunks(const size_t *drop, unsigned n) {
 
 static void sweep(uintptr_t bump) {
     size_t limit = chunk_of(bump); /* chunks wholly handed out */
-    for (; frontier < limit; frontier++)
-        if (chunk_state(frontier) < CHUNK_RECLAIMED)
-            add_pending(frontier);
+    for (; reclaim_state.frontier < limit; reclaim_state.frontier++)
+        if (chunk_state(reclaim_state.frontier) < CHUNK_RECLAIMED)
+            add_pending(reclaim_state.frontier);
     size_t drop[DROP_MAX];
     unsigned n = 0;
     for (unsigned looked = 0; looked < SWEEP_CHUNKS && n < DROP_MAX; looked++) {
-        if (r == n_pending) {
+        if (reclaim_state.r == reclaim_state.n_pending) {
             /* The pass is over; the next sweep starts the next one (never this one: a
              * chunk's two visits must be apart in time). */
-            n_pending = w;
-            r = w = 0;
-            passes++;
+            reclaim_state.n_pending = reclaim_state.w;
+            reclaim_state.r = reclaim_state.w = 0;
+            reclaim_state.passes++;
             break;
         }
-        size_t i = pending[r++];
+        size_t i = reclaim_state.pending[reclaim_state.r++];
         enum chunk_state s = chunk_state(i);
         if (s >= CHUNK_RECLAIMED) {
-            atomic_fetch_and(&state[i], (uint8_t)~PENDING); /* a slice rest left unused */
+            atomic_fetch_and(&reclaim_state.state[i], (uint8_t)~PENDING); /* a slice rest left unused */
             continue;
         }
         if (!chunk_dead(i)) {
             set_state(i, CHUNK_UNKNOWN);
-            pending[w++] = (uint32_t)i;
+            reclaim_state.pending[reclaim_state.w++] = (uint32_t)i;
         } else if (s == CHUNK_SEEN_DEAD) {
             drop[n++] = i; /* (leaves the list) */
         } else {
             set_state(i, CHUNK_SEEN_DEAD);
-            pending[w++] = (uint32_t)i;
+            reclaim_state.pending[reclaim_state.w++] = (uint32_t)i;
         }
     }
     if (n)
@@ -210,23 +215,23 @@ static void sweep(uintptr_t bump) {
 }
 
 void reclaim_note_bump(uintptr_t bump) {
-    uintptr_t mark = atomic_load_explicit(&next_sweep, memory_order_relaxed);
-    if (likely(bump < mark) || !state || oscar_init_state != 2)
+    uintptr_t mark = atomic_load_explicit(&reclaim_state.next_sweep, memory_order_relaxed);
+    if (likely(bump < mark) || !reclaim_state.state || oscar_init_state != 2)
         return;
-    if (!atomic_compare_exchange_strong(&next_sweep, &mark, bump + SWEEP_EVERY))
+    if (!atomic_compare_exchange_strong(&reclaim_state.next_sweep, &mark, bump + SWEEP_EVERY))
         return; /* another thread crossed it */
-    if (!oscar_lock_try(&busy))
+    if (!oscar_lock_try(&reclaim_state.busy))
         return; /* a sweep is running: the next mark gets the next one */
     sweep(bump);
     reclaim_unlock();
 }
 
-void reclaim_lock(void) { oscar_lock_acquire(&busy); /* a sweep or a recycle: both bounded */ }
+void reclaim_lock(void) { oscar_lock_acquire(&reclaim_state.busy); /* a sweep or a recycle: both bounded */ }
 
-void reclaim_unlock(void) { oscar_lock_release(&busy); }
+void reclaim_unlock(void) { oscar_lock_release(&reclaim_state.busy); }
 
 static bool recyclable(size_t i) {
-    uint8_t s = atomic_load_explicit(&state[i], memory_order_relaxed);
+    uint8_t s = atomic_load_explicit(&reclaim_state.state[i], memory_order_relaxed);
     return (s & STATE_MASK) >= CHUNK_RECLAIMED && !(s & PENDING);
 }
 
@@ -250,12 +255,12 @@ static void warn_once(atomic_int *warned, enum msg_id what, const char *then) {
  * once more, so it starts from zero entries whatever a racing late store left there. */
 static bool next_window(size_t need) {
     size_t want = need > 16 ? need : 16;
-    for (size_t scanned = 0; scanned < chunks;) {
-        size_t i = recycle_next < chunks ? recycle_next : 0, n = 0;
-        while (i + n < chunks && n < want && recyclable(i + n))
+    for (size_t scanned = 0; scanned < reclaim_state.chunks;) {
+        size_t i = reclaim_state.recycle_next < reclaim_state.chunks ? reclaim_state.recycle_next : 0, n = 0;
+        while (i + n < reclaim_state.chunks && n < want && recyclable(i + n))
             n++;
         scanned += n + 1;
-        recycle_next = i + n + 1;
+        reclaim_state.recycle_next = i + n + 1;
         if (n < need)
             continue;
         struct iovec r[3];
@@ -266,8 +271,8 @@ static bool next_window(size_t need) {
             add_pending(j); /* reclaimed again once dead again */
         }
         stats_add(STAT_CHUNKS_RECYCLED, n);
-        window_cur = chunk_base(i);
-        window_end = chunk_base(i + n);
+        reclaim_state.window_cur = chunk_base(i);
+        reclaim_state.window_end = chunk_base(i + n);
         return true;
     }
     return false;
@@ -280,55 +285,55 @@ static bool next_window(size_t need) {
  * only every 64th call and no scan: malloc then fails fast with ENOMEM instead of paying a
  * sweep on every call. */
 static bool find_window(size_t need) {
-    bool retry = atomic_load(&freed_chunks) != failed_at || need < failed_need;
-    if (!retry && (hopeless_calls++ & 63))
+    bool retry = atomic_load(&reclaim_state.freed_chunks) != reclaim_state.failed_at || need < reclaim_state.failed_need;
+    if (!retry && (reclaim_state.hopeless_calls++ & 63))
         return false;
     uintptr_t bump = atomic_load(&oscar_region.bump);
-    size_t p0 = passes;
+    size_t p0 = reclaim_state.passes;
     bool found = false;
     do {
         sweep(bump);
-        size_t now = atomic_load(&freed_chunks);
-        if (now != failed_at || need < failed_need)
+        size_t now = atomic_load(&reclaim_state.freed_chunks);
+        if (now != reclaim_state.failed_at || need < reclaim_state.failed_need)
             found = next_window(need);
         if (!found) {
-            failed_at = now;
-            failed_need = need;
+            reclaim_state.failed_at = now;
+            reclaim_state.failed_need = need;
         }
-    } while (!found && retry && passes < p0 + 3);
+    } while (!found && retry && reclaim_state.passes < p0 + 3);
     if (!found && need == 1)
-        atomic_store(&short_of_addresses, true);
+        atomic_store(&reclaim_state.short_of_addresses, true);
     return found;
 }
 
 uintptr_t reclaim_recycle(size_t len, size_t align) {
-    if (!state || align > REGION_CHUNK || len > chunks * REGION_CHUNK)
+    if (!reclaim_state.state || align > REGION_CHUNK || len > reclaim_state.chunks * REGION_CHUNK)
         return 0;
     reclaim_lock();
-    uintptr_t a = align_up(window_cur, align);
-    if (!window_cur || a + len > window_end || a + len < a) {
-        if (window_cur < window_end)
-            region_abandon(window_cur, window_end); /* never handed out now */
-        window_cur = window_end = 0;
-        a = find_window((len + REGION_CHUNK - 1) / REGION_CHUNK) ? window_cur : 0;
+    uintptr_t a = align_up(reclaim_state.window_cur, align);
+    if (!reclaim_state.window_cur || a + len > reclaim_state.window_end || a + len < a) {
+        if (reclaim_state.window_cur < reclaim_state.window_end)
+            region_abandon(reclaim_state.window_cur, reclaim_state.window_end); /* never handed out now */
+        reclaim_state.window_cur = reclaim_state.window_end = 0;
+        a = find_window((len + REGION_CHUNK - 1) / REGION_CHUNK) ? reclaim_state.window_cur : 0;
     }
     if (a) {
-        if (a > window_cur)
-            region_abandon(window_cur, a);
-        window_cur = a + len;
+        if (a > reclaim_state.window_cur)
+            region_abandon(reclaim_state.window_cur, a);
+        reclaim_state.window_cur = a + len;
     }
     reclaim_unlock();
     if (a)
-        warn_once(&warned_recycling, MSG_REGION_USED_UP,
+        warn_once(&reclaim_state.warned_recycling, MSG_REGION_USED_UP,
                   "addresses of objects freed long ago are handed out again, so a pointer left "
                   "dangling since then may reach a new object");
-    else if (atomic_load(&short_of_addresses))
-        warn_once(&warned_short, MSG_REGION_FULL,
+    else if (atomic_load(&reclaim_state.short_of_addresses))
+        warn_once(&reclaim_state.warned_short, MSG_REGION_FULL,
                   "new small objects now share shadow pages (a use after free is caught once "
                   "its page is empty)");
     return a;
 }
 
 bool reclaim_short_of_addresses(void) {
-    return atomic_load_explicit(&short_of_addresses, memory_order_relaxed);
+    return atomic_load_explicit(&reclaim_state.short_of_addresses, memory_order_relaxed);
 }

@@ -21,10 +21,15 @@ struct sample_slot {
     struct obj_record rec;  /* its allocation and free stacks */
 };
 
-int64_t sample_rate;
-uintptr_t sample_lo, sample_hi;
-static struct sample_slot *slots;
-static _Atomic size_t next_slot;
+int64_t sample_rate;           /* set once by sample_init, at init */
+uintptr_t sample_lo, sample_hi; /* set once by sample_init, at init */
+/* The sampled objects' state (per thread: rng, below, TLS). */
+static struct {
+    /* One slot per sampled object, allocated once by sample_init; a slot is claimed by
+     * fetch-add on next_slot (never handed out again), its state moved by CAS. */
+    struct sample_slot *slots;
+    _Atomic size_t next_slot;
+} sample_state;
 static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
 
 #define SLOT_BYTES (2 * OSCAR_PAGE)
@@ -42,18 +47,18 @@ static struct object_info sample_describe(uintptr_t a) {
     if (!sample_owns((void *)a))
         return o;
     size_t i = slot_of(a);
-    uint32_t st = atomic_load_explicit(&slots[i].state, memory_order_acquire);
+    uint32_t st = atomic_load_explicit(&sample_state.slots[i].state, memory_order_acquire);
     o.state = OBJ_NEVER; /* a guard page, or a slot never used */
     if ((st == SLOT_LIVE || st == SLOT_FREED) && a - page_of(i) < OSCAR_PAGE) {
         o.state = st == SLOT_LIVE ? OBJ_LIVE : OBJ_FREED;
-        o.size = slots[i].size;
+        o.size = sample_state.slots[i].size;
         o.start = start_of(i, o.size);
     }
     return o;
 }
 
 static struct obj_record *sample_record(uintptr_t start) {
-    return sample_owns((void *)start) ? &slots[slot_of(start)].rec : NULL;
+    return sample_owns((void *)start) ? &sample_state.slots[slot_of(start)].rec : NULL;
 }
 
 static bool sample_claims(uintptr_t a) { return sample_owns((void *)a); }
@@ -69,7 +74,7 @@ int sample_init(void) {
         sample_rate = 0;
         return err ? err : ENOMEM;
     }
-    slots = s;
+    sample_state.slots = s;
     report_set_describe_hook(sample_describe);
     report_set_record_hook(sample_record);
     fault_set_claim_hook(sample_claims);
@@ -88,9 +93,9 @@ int64_t sample_interval(void) {
 }
 
 void *sample_alloc(size_t size) {
-    if (size > OSCAR_PAGE || !slots)
+    if (size > OSCAR_PAGE || !sample_state.slots)
         return NULL;
-    size_t i = atomic_fetch_add_explicit(&next_slot, 1, memory_order_relaxed);
+    size_t i = atomic_fetch_add_explicit(&sample_state.next_slot, 1, memory_order_relaxed);
     if (i >= SAMPLE_SLOTS) {
         if (i == SAMPLE_SLOTS)
             stats_add(STAT_SAMPLE_POOL_FULL, 1);
@@ -98,9 +103,9 @@ void *sample_alloc(size_t size) {
     }
     if (os_map_private((void *)page_of(i), OSCAR_PAGE, false) != 0)
         return NULL; /* (the slot stays NEVER) */
-    slots[i].size = (uint32_t)size;
-    stack_record_alloc(&slots[i].rec);
-    atomic_store_explicit(&slots[i].state, SLOT_LIVE, memory_order_release);
+    sample_state.slots[i].size = (uint32_t)size;
+    stack_record_alloc(&sample_state.slots[i].rec);
+    atomic_store_explicit(&sample_state.slots[i].state, SLOT_LIVE, memory_order_release);
     stats_add(STAT_SAMPLED_OBJECTS, 1);
     return (void *)start_of(i, size);
 }
@@ -112,19 +117,19 @@ __attribute__((noreturn)) static void bad_pointer(uintptr_t a, int who) {
 void sample_free(void *p, int who) {
     uintptr_t a = (uintptr_t)p;
     size_t i = slot_of(a);
-    uint32_t st = atomic_load_explicit(&slots[i].state, memory_order_acquire);
-    if (st != SLOT_LIVE || a != start_of(i, slots[i].size) ||
-        !atomic_compare_exchange_strong(&slots[i].state, &st, SLOT_FREED))
+    uint32_t st = atomic_load_explicit(&sample_state.slots[i].state, memory_order_acquire);
+    if (st != SLOT_LIVE || a != start_of(i, sample_state.slots[i].size) ||
+        !atomic_compare_exchange_strong(&sample_state.slots[i].state, &st, SLOT_FREED))
         bad_pointer(a, who); /* (a double free: the exchange lets only one free through) */
-    stack_record_free(&slots[i].rec);
+    stack_record_free(&sample_state.slots[i].rec);
     os_revoke((void *)page_of(i), OSCAR_PAGE);
 }
 
 size_t sample_usable_size(void *p, int who) {
     uintptr_t a = (uintptr_t)p;
     size_t i = slot_of(a);
-    uint32_t st = atomic_load_explicit(&slots[i].state, memory_order_acquire);
-    if (st != SLOT_LIVE || a != start_of(i, slots[i].size))
+    uint32_t st = atomic_load_explicit(&sample_state.slots[i].state, memory_order_acquire);
+    if (st != SLOT_LIVE || a != start_of(i, sample_state.slots[i].size))
         bad_pointer(a, who);
-    return align_up(slots[i].size ? slots[i].size : 1, 16);
+    return align_up(sample_state.slots[i].size ? sample_state.slots[i].size : 1, 16);
 }

@@ -15,21 +15,27 @@ static struct thread_cache dead_cache = {.state = TS_DEAD};
 __thread struct thread_cache *oscar_tc __attribute__((tls_model("initial-exec"))) = &empty_cache;
 static __thread int attaching __attribute__((tls_model("initial-exec")));
 
-static pthread_key_t exit_key;
-static size_t cache_bytes;
-static oscar_lock registry_lock = OSCAR_LOCK_INIT(THREAD_REGISTRY); /* live list and free list */
-static struct thread_cache *live_list, *free_list;
-static _Atomic int live_count; /* caches on live_list (changed under registry_lock) */
+/* The thread registry's state. Per thread: oscar_tc and attaching, above, TLS. The two
+ * sentinels above stay apart: their address is what a thread's oscar_tc holds, nothing
+ * writes them, and a struct ending in a flexible array cannot be a member of this one. */
+static struct {
+    pthread_key_t exit_key; /* created once by thread_init */
+    size_t cache_bytes;     /* a cache's size with its storage: set once by thread_init */
+    oscar_lock registry_lock; /* guards live_list and free_list (rank THREAD_REGISTRY) */
+    struct thread_cache *live_list, *free_list; /* under registry_lock */
+    _Atomic int live_count; /* caches on live_list: changed under registry_lock, read relaxed */
+    oscar_lock fallback_lock; /* guards thread_fallback's use (rank FALLBACK_CACHE) */
+} thread_state = {.registry_lock = OSCAR_LOCK_INIT(THREAD_REGISTRY),
+                  .fallback_lock = OSCAR_LOCK_INIT(FALLBACK_CACHE)};
 
 bool thread_several_live(void) {
-    return atomic_load_explicit(&live_count, memory_order_relaxed) > 1;
+    return atomic_load_explicit(&thread_state.live_count, memory_order_relaxed) > 1;
 }
-struct thread_cache *thread_fallback;
-static oscar_lock fallback_lock = OSCAR_LOCK_INIT(FALLBACK_CACHE);
+struct thread_cache *thread_fallback; /* set once by thread_init; used under fallback_lock */
 
 static struct thread_cache *new_cache(void) {
     int err;
-    struct thread_cache *tc = os_alloc_meta(cache_bytes, &err);
+    struct thread_cache *tc = os_alloc_meta(thread_state.cache_bytes, &err);
     if (!tc)
         return NULL;
     unsigned pages = (unsigned)options_int(OPT_RUN_PAGES);
@@ -42,7 +48,7 @@ static void registry_unlink(struct thread_cache *tc) {
     if (tc->prev)
         tc->prev->next = tc->next;
     else
-        live_list = tc->next;
+        thread_state.live_list = tc->next;
     if (tc->next)
         tc->next->prev = tc->prev;
     tc->next = tc->prev = NULL;
@@ -57,23 +63,23 @@ static void thread_exit(void *arg) {
     oscar_tc = &dead_cache;
     packed_flush_retired(tc);
     thread_fold_stats(tc);
-    oscar_lock_acquire(&registry_lock);
+    oscar_lock_acquire(&thread_state.registry_lock);
     registry_unlink(tc);
-    atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&thread_state.live_count, 1, memory_order_relaxed);
     tc->state = TS_EMPTY;
-    tc->next = free_list;
-    free_list = tc;
-    oscar_lock_release(&registry_lock);
+    tc->next = thread_state.free_list;
+    thread_state.free_list = tc;
+    oscar_lock_release(&thread_state.registry_lock);
 }
 
 int thread_init(void) {
-    cache_bytes = sizeof(struct thread_cache) +
+    thread_state.cache_bytes = sizeof(struct thread_cache) +
                   (size_t)NUM_CLASSES * (size_t)options_int(OPT_RUN_PAGES) * sizeof(uintptr_t);
     thread_fallback = new_cache();
     if (!thread_fallback)
         return 12;
     thread_fallback->state = TS_FALLBACK;
-    return pthread_key_create(&exit_key, thread_exit);
+    return pthread_key_create(&thread_state.exit_key, thread_exit);
 }
 
 struct thread_cache *thread_attach(void) {
@@ -85,11 +91,11 @@ struct thread_cache *thread_attach(void) {
     if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
         return NULL; /* not initialised: modes/alloc.c initialises and asks again */
     attaching = 1;
-    oscar_lock_acquire(&registry_lock);
-    tc = free_list;
+    oscar_lock_acquire(&thread_state.registry_lock);
+    tc = thread_state.free_list;
     if (tc)
-        free_list = tc->next;
-    oscar_lock_release(&registry_lock);
+        thread_state.free_list = tc->next;
+    oscar_lock_release(&thread_state.registry_lock);
     if (!tc)
         tc = new_cache();
     if (!tc) {
@@ -97,17 +103,17 @@ struct thread_cache *thread_attach(void) {
         return NULL;
     }
     tc->state = TS_LIVE;
-    oscar_lock_acquire(&registry_lock);
+    oscar_lock_acquire(&thread_state.registry_lock);
     tc->prev = NULL;
-    tc->next = live_list;
-    if (live_list)
-        live_list->prev = tc;
-    live_list = tc;
-    atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
-    oscar_lock_release(&registry_lock);
+    tc->next = thread_state.live_list;
+    if (thread_state.live_list)
+        thread_state.live_list->prev = tc;
+    thread_state.live_list = tc;
+    atomic_fetch_add_explicit(&thread_state.live_count, 1, memory_order_relaxed);
+    oscar_lock_release(&thread_state.registry_lock);
     /* Publish before pthread_setspecific: it may calloc, which then finds this cache. */
     oscar_tc = tc;
-    pthread_setspecific(exit_key, tc);
+    pthread_setspecific(thread_state.exit_key, tc);
     attaching = 0;
     stats_add(STAT_THREADS_STARTED, 1);
     return tc;
@@ -120,8 +126,8 @@ struct thread_cache *thread_live_cache(void) {
     return tc && tc->state == TS_LIVE ? tc : NULL;
 }
 
-void thread_fallback_lock(void) { oscar_lock_acquire(&fallback_lock); }
-void thread_fallback_unlock(void) { oscar_lock_release(&fallback_lock); }
+void thread_fallback_lock(void) { oscar_lock_acquire(&thread_state.fallback_lock); }
+void thread_fallback_unlock(void) { oscar_lock_release(&thread_state.fallback_lock); }
 
 uintptr_t thread_take_shadow(struct thread_cache *tc, size_t pages) {
     size_t len = pages << OSCAR_PAGE_SHIFT;
@@ -150,23 +156,23 @@ void thread_fold_stats(struct thread_cache *tc) {
 }
 
 void thread_fold_all_stats(void) {
-    oscar_lock_acquire(&registry_lock);
-    for (struct thread_cache *tc = live_list; tc; tc = tc->next)
+    oscar_lock_acquire(&thread_state.registry_lock);
+    for (struct thread_cache *tc = thread_state.live_list; tc; tc = tc->next)
         thread_fold_stats(tc);
-    oscar_lock_release(&registry_lock);
-    oscar_lock_acquire(&fallback_lock);
+    oscar_lock_release(&thread_state.registry_lock);
+    oscar_lock_acquire(&thread_state.fallback_lock);
     thread_fold_stats(thread_fallback);
-    oscar_lock_release(&fallback_lock);
+    oscar_lock_release(&thread_state.fallback_lock);
 }
 
 void thread_lock_registry(void) {
-    oscar_lock_acquire(&registry_lock);
-    oscar_lock_acquire(&fallback_lock);
+    oscar_lock_acquire(&thread_state.registry_lock);
+    oscar_lock_acquire(&thread_state.fallback_lock);
 }
 
 void thread_unlock_registry(void) {
-    oscar_lock_release(&fallback_lock);
-    oscar_lock_release(&registry_lock);
+    oscar_lock_release(&thread_state.fallback_lock);
+    oscar_lock_release(&thread_state.registry_lock);
 }
 
 void thread_after_fork_child(void) {
@@ -178,7 +184,7 @@ void thread_after_fork_child(void) {
      * What they held (ready shadows, a slab's rest, partly used spans) is lost to the child
      * only: addresses are never reused anyway. */
     struct thread_cache *self = oscar_tc->state == TS_LIVE ? oscar_tc : NULL;
-    struct thread_cache *tc = live_list;
+    struct thread_cache *tc = thread_state.live_list;
     while (tc) {
         struct thread_cache *next = tc->next;
         if (tc != self) {
@@ -188,5 +194,5 @@ void thread_after_fork_child(void) {
         }
         tc = next;
     }
-    atomic_store_explicit(&live_count, self ? 1 : 0, memory_order_relaxed);
+    atomic_store_explicit(&thread_state.live_count, self ? 1 : 0, memory_order_relaxed);
 }

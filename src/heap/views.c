@@ -24,34 +24,43 @@
 
 typedef _Atomic uint64_t api_rec[2];
 
-static oscar_lock init_lock = OSCAR_LOCK_INIT(VIEWS_INIT);
-static atomic_int ready;
-static int arena_fd = -1;
-static uint64_t file_len;
-static _Atomic uint64_t file_bump;
-static api_rec *recs;
-
-static atomic_int forking;
-static _Atomic long inflight;
-static int child_fd = -1, fork_err;
+/* The custom-allocator arenas' state. */
+static struct {
+    oscar_lock init_lock; /* one views_init at a time (rank VIEWS_INIT) */
+    atomic_int ready;     /* set once, with release, by views_init after the three below */
+    /* The arena file, its length and the records by region page: set once by views_init,
+     * under init_lock; the file is replaced in a fork child (views_fork_child). */
+    int arena_fd;
+    uint64_t file_len;
+    api_rec *recs;
+    _Atomic uint64_t file_bump; /* the file's next unused byte: fetch-add, lock-free */
+    /* The fork gate: forking is set by views_fork_prepare, which waits until no call is
+     * inside (inflight, counted by gate_enter and gate_exit); both atomic. */
+    atomic_int forking;
+    _Atomic long inflight;
+    /* The child's copy of the arena file and the error making it: made by
+     * views_fork_prepare before fork, taken or closed by the after-fork handlers, all with
+     * the gate closed. */
+    int child_fd, fork_err;
+} views_state = {.init_lock = OSCAR_LOCK_INIT(VIEWS_INIT), .arena_fd = -1, .child_fd = -1};
 
 static int views_init(void) {
-    if (likely(atomic_load_explicit(&ready, memory_order_acquire)))
+    if (likely(atomic_load_explicit(&views_state.ready, memory_order_acquire)))
         return 0;
     if (atomic_load(&oscar_init_state) != 2)
         return ENOTSUP; /* export/api.c initialises first; this is a call from inside init */
-    oscar_lock_acquire(&init_lock);
+    oscar_lock_acquire(&views_state.init_lock);
     int err = 0;
-    if (!atomic_load(&ready)) {
+    if (!atomic_load(&views_state.ready)) {
         size_t pages = (oscar_region.end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
         int fd = -1;
         api_rec *r = os_alloc_meta(pages * sizeof(api_rec), &err);
         if (r && (err = os_memfd("oscar-arena", &fd)) == 0 &&
             (err = os_ftruncate(fd, (uint64_t)pages << OSCAR_PAGE_SHIFT)) == 0) {
-            recs = r;
-            arena_fd = fd;
-            file_len = (uint64_t)pages << OSCAR_PAGE_SHIFT;
-            atomic_store_explicit(&ready, 1, memory_order_release);
+            views_state.recs = r;
+            views_state.arena_fd = fd;
+            views_state.file_len = (uint64_t)pages << OSCAR_PAGE_SHIFT;
+            atomic_store_explicit(&views_state.ready, 1, memory_order_release);
         } else {
             if (fd >= 0)
                 os_close(fd);
@@ -61,27 +70,27 @@ static int views_init(void) {
                 err = ENOMEM;
         }
     }
-    oscar_lock_release(&init_lock);
+    oscar_lock_release(&views_state.init_lock);
     return err;
 }
 
 /* The fork gate (see fork.c: views_fork_prepare runs before any allocator lock is taken). */
 static void gate_enter(void) {
     for (;;) {
-        while (atomic_load(&forking))
+        while (atomic_load(&views_state.forking))
             __builtin_ia32_pause();
-        atomic_fetch_add(&inflight, 1);
-        if (!atomic_load(&forking))
+        atomic_fetch_add(&views_state.inflight, 1);
+        if (!atomic_load(&views_state.forking))
             return;
-        atomic_fetch_sub(&inflight, 1);
+        atomic_fetch_sub(&views_state.inflight, 1);
     }
 }
-static void gate_exit(void) { atomic_fetch_sub(&inflight, 1); }
+static void gate_exit(void) { atomic_fetch_sub(&views_state.inflight, 1); }
 
 static inline uint64_t api_entry(enum page_kind k, bool dead, uint64_t dist) {
     return entry_large(k, dist << 1 | (dead ? 1 : 0));
 }
-static inline api_rec *rec_of(uintptr_t first) { return &recs[region_page_index(first)]; }
+static inline api_rec *rec_of(uintptr_t first) { return &views_state.recs[region_page_index(first)]; }
 static inline uint64_t rec_word(uintptr_t first, int i) {
     return atomic_load_explicit(&(*rec_of(first))[i], memory_order_acquire);
 }
@@ -121,15 +130,15 @@ void *views_arena_alloc(size_t len) {
         errno = EINVAL;
         return NULL;
     }
-    if (views_init() != 0 || len > file_len) {
+    if (views_init() != 0 || len > views_state.file_len) {
         errno = ENOMEM;
         return NULL;
     }
     size_t bytes = align_up(len, OSCAR_PAGE);
     uint64_t n = bytes >> OSCAR_PAGE_SHIFT;
     gate_enter();
-    uint64_t off = atomic_fetch_add(&file_bump, bytes);
-    uintptr_t a = off + bytes <= file_len ? region_take(bytes, OSCAR_PAGE) : 0;
+    uint64_t off = atomic_fetch_add(&views_state.file_bump, bytes);
+    uintptr_t a = off + bytes <= views_state.file_len ? region_take(bytes, OSCAR_PAGE) : 0;
     if (!a) {
         gate_exit();
         errno = ENOMEM;
@@ -137,7 +146,7 @@ void *views_arena_alloc(size_t len) {
     }
     long delta = mapview_delta(a, a + bytes - OSCAR_PAGE, VIEW_SHARED,
                                ARENA_CANON + (off >> OSCAR_PAGE_SHIFT));
-    int err = os_map_shadow((void *)a, bytes, arena_fd, off, 0);
+    int err = os_map_shadow((void *)a, bytes, views_state.arena_fd, off, 0);
     if (err) {
         if (err == ENOMEM)
             maplimit_on_enomem();
@@ -195,7 +204,7 @@ int views_arena_free(void *arena) {
     int err = os_revoke((void *)a, bytes);
     if (!err) {
         maplimit_add(delta);
-        os_punch_hole(arena_fd, off, bytes); /* offsets are never reused: only memory */
+        os_punch_hole(views_state.arena_fd, off, bytes); /* offsets are never reused: only memory */
     }
     gate_exit();
     return err ? OSCAR_ENOMEM : OSCAR_OK;
@@ -245,7 +254,7 @@ int views_create(void *ptr, size_t len, void **view) {
         uintptr_t last = v + ((n - 1) << OSCAR_PAGE_SHIFT);
         delta = mapview_delta(v, last, VIEW_SHARED, ARENA_CANON + fpage);
         err = maplimit_defer(delta) ? ENOMEM
-                                    : os_map_shadow((void *)v, n << OSCAR_PAGE_SHIFT, arena_fd,
+                                    : os_map_shadow((void *)v, n << OSCAR_PAGE_SHIFT, views_state.arena_fd,
                                                     fpage << OSCAR_PAGE_SHIFT, 1);
         if (err == ENOMEM && !maplimit_defer(delta))
             maplimit_on_enomem();
@@ -270,7 +279,7 @@ int views_create(void *ptr, size_t len, void **view) {
 int views_revoke(void *view) {
     static const char fn[] = "oscar_view_revoke";
     uintptr_t a = (uintptr_t)view;
-    if (!atomic_load_explicit(&ready, memory_order_acquire) || !region_contains(a))
+    if (!atomic_load_explicit(&views_state.ready, memory_order_acquire) || !region_contains(a))
         return misuse(fn, view, OSCAR_ENOTOURS, "not a view made by oscar_view_create");
     uintptr_t page = a & ~(OSCAR_PAGE - 1);
     uint64_t e = region_load(page);
@@ -311,7 +320,7 @@ int views_revoke(void *view) {
 
 void *views_origin(void *view) {
     uintptr_t a = (uintptr_t)view;
-    if (!atomic_load_explicit(&ready, memory_order_acquire) || !region_contains(a))
+    if (!atomic_load_explicit(&views_state.ready, memory_order_acquire) || !region_contains(a))
         return view;
     uintptr_t page = a & ~(OSCAR_PAGE - 1);
     uint64_t e = region_load(page);
@@ -341,7 +350,7 @@ void views_describe(uintptr_t addr, uintptr_t page, uint64_t e, struct object_in
 }
 
 bool views_records_range(uintptr_t page, size_t pages, uintptr_t *at, size_t *len) {
-    if (!atomic_load_explicit(&ready, memory_order_acquire))
+    if (!atomic_load_explicit(&views_state.ready, memory_order_acquire))
         return false;
     *at = (uintptr_t)rec_of(page);
     *len = pages * sizeof(api_rec);
@@ -367,30 +376,30 @@ uintptr_t views_origin_of(uintptr_t addr) {
 }
 
 void views_fork_prepare(void) {
-    if (!atomic_load(&ready))
+    if (!atomic_load(&views_state.ready))
         return;
-    atomic_store(&forking, 1);
-    while (atomic_load(&inflight))
+    atomic_store(&views_state.forking, 1);
+    while (atomic_load(&views_state.inflight))
         __builtin_ia32_pause();
-    fork_err = os_memfd("oscar-arena", &child_fd);
-    if (!fork_err && (fork_err = os_ftruncate(child_fd, file_len)) == 0)
-        fork_err = os_copy_file(arena_fd, child_fd, atomic_load(&file_bump));
+    views_state.fork_err = os_memfd("oscar-arena", &views_state.child_fd);
+    if (!views_state.fork_err && (views_state.fork_err = os_ftruncate(views_state.child_fd, views_state.file_len)) == 0)
+        views_state.fork_err = os_copy_file(views_state.arena_fd, views_state.child_fd, atomic_load(&views_state.file_bump));
 }
 
 void views_fork_parent(void) {
-    if (!atomic_load(&ready))
+    if (!atomic_load(&views_state.ready))
         return;
-    if (child_fd >= 0)
-        os_close(child_fd);
-    child_fd = -1;
-    atomic_store(&forking, 0);
+    if (views_state.child_fd >= 0)
+        os_close(views_state.child_fd);
+    views_state.child_fd = -1;
+    atomic_store(&views_state.forking, 0);
 }
 
 void views_fork_child(void) {
-    if (!atomic_load(&ready))
+    if (!atomic_load(&views_state.ready))
         return;
-    if (fork_err)
-        report_fatal("fork: cannot copy the custom-allocator arenas for the child", fork_err);
+    if (views_state.fork_err)
+        report_fatal("fork: cannot copy the custom-allocator arenas for the child", views_state.fork_err);
     uintptr_t end = oscar_region.base + region_used();
     for (uintptr_t p = oscar_region.base; p < end;) {
         uint64_t e = region_load(p), c, d;
@@ -408,16 +417,16 @@ void views_fork_child(void) {
                 break;
             q += OSCAR_PAGE;
         }
-        int err = os_map_shadow((void *)p, q - p, child_fd, (c - ARENA_CANON) << OSCAR_PAGE_SHIFT, 0);
+        int err = os_map_shadow((void *)p, q - p, views_state.child_fd, (c - ARENA_CANON) << OSCAR_PAGE_SHIFT, 0);
         if (err)
             report_fatal("fork: cannot remap the custom-allocator arenas in the child", err);
         p = q;
     }
-    os_close(arena_fd);
-    arena_fd = child_fd;
-    child_fd = -1;
-    atomic_store(&inflight, 0);
-    atomic_store(&forking, 0);
+    os_close(views_state.arena_fd);
+    views_state.arena_fd = views_state.child_fd;
+    views_state.child_fd = -1;
+    atomic_store(&views_state.inflight, 0);
+    atomic_store(&views_state.forking, 0);
 }
 
 void views_register_hooks(void) {
