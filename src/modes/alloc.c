@@ -29,25 +29,29 @@
 
 extern char **environ;
 
-static oscar_lock init_lock = OSCAR_LOCK_INIT(INIT);
-/* OSCAR_ALLOC_DEALLOC_MISMATCH, OSCAR_NEW_DELETE_TYPE_MISMATCH (strict and fast modes). */
-static bool check_kind, check_size;
+/* The strict and fast modes' state. */
+static struct {
+    oscar_lock init_lock; /* one oscar_init at a time (rank INIT) */
+    /* OSCAR_ALLOC_DEALLOC_MISMATCH, OSCAR_NEW_DELETE_TYPE_MISMATCH: set once by oscar_init,
+     * under init_lock, before oscar_init_state is 2; read by free without a lock. */
+    bool check_kind, check_size;
+} alloc_state = {.init_lock = OSCAR_LOCK_INIT(INIT)};
 
 /* Runs on the first allocation of the process (often inside ld.so or libc start-up), so it
  * uses only system calls: nothing here may call malloc. */
 void oscar_init(void) {
     if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) == 2)
         return;
-    oscar_lock_acquire(&init_lock);
+    oscar_lock_acquire(&alloc_state.init_lock);
     if (atomic_load(&oscar_init_state) == 2) {
-        oscar_lock_release(&init_lock);
+        oscar_lock_release(&alloc_state.init_lock);
         return;
     }
     atomic_store(&oscar_init_state, 1);
     options_init(environ);
     if (protect_select()) { /* OSCAR_MODE=protect: its own heap, none of the structures below */
         atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
-        oscar_lock_release(&init_lock);
+        oscar_lock_release(&alloc_state.init_lock);
         return;
     }
     if (!options_int(OPT_GUARDS))
@@ -64,8 +68,8 @@ void oscar_init(void) {
     if ((err = canon_init()) != 0)
         report_fatal("cannot create the canonical heap (memfd)", err);
     if (kinds_init() == 0) { /* (else no mismatch is reported: not worth stopping for) */
-        check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;
-        check_size = options_int(OPT_NEW_DELETE_TYPE_MISMATCH) != 0;
+        alloc_state.check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;
+        alloc_state.check_size = options_int(OPT_NEW_DELETE_TYPE_MISMATCH) != 0;
     }
     if ((err = deferred_init()) != 0)
         report_fatal("cannot reserve the list of deferred revocations", err);
@@ -79,7 +83,7 @@ void oscar_init(void) {
     if (options_int(OPT_STATS_SIGNAL))
         fault_init_stats_signal((int)options_int(OPT_STATS_SIGNAL));
     atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
-    oscar_lock_release(&init_lock);
+    oscar_lock_release(&alloc_state.init_lock);
 }
 
 __attribute__((destructor)) static void oscar_destructor(void) {
@@ -223,10 +227,10 @@ static uint64_t live_entry_or_report(uintptr_t a, enum report_caller who) {
  * sized delete's size), then forgotten: the object is being freed. */
 static void check_and_forget_kind(uintptr_t a, uint64_t e, enum report_caller who,
                                   enum alloc_kind as, bool sized, size_t size, size_t align) {
-    enum alloc_kind k = check_kind ? kinds_get(a, e) : as;
+    enum alloc_kind k = alloc_state.check_kind ? kinds_get(a, e) : as;
     if (k != as)
         report_kind_mismatch(a, object_describe(a), k, as, who);
-    if (sized && check_size) {
+    if (sized && alloc_state.check_size) {
         size_t want = 0;
         bool exact = true, bad = false;
         switch (entry_kind(e)) {
@@ -249,7 +253,7 @@ static void check_and_forget_kind(uintptr_t a, uint64_t e, enum report_caller wh
         if (bad)
             report_size_mismatch(a, object_describe(a), want, size, exact);
     }
-    if (check_kind && k != KIND_MALLOC)
+    if (alloc_state.check_kind && k != KIND_MALLOC)
         kinds_take(a, e);
 }
 
@@ -269,7 +273,7 @@ static void free_as(void *p, enum report_caller who, enum alloc_kind as, bool si
     for (;;) {
         uint64_t e = live_entry_or_report(a, who);
         enum page_kind k = entry_kind(e);
-        if ((as != KIND_MALLOC && check_kind) || (sized && check_size) ||
+        if ((as != KIND_MALLOC && alloc_state.check_kind) || (sized && alloc_state.check_size) ||
             atomic_load_explicit(&kinds_used, memory_order_relaxed))
             check_and_forget_kind(a, e, who, as, sized, size, align);
         if (stack_depth && k != PK_PACKED)
@@ -311,7 +315,7 @@ void alloc_note_kind(void *p, enum alloc_kind kind) {
         protect_note_kind(p, kind);
         return;
     }
-    if (!p || !check_kind)
+    if (!p || !alloc_state.check_kind)
         return;
     uintptr_t a = (uintptr_t)p;
     kinds_set(a, region_load(a & ~(OSCAR_PAGE - 1)), kind);
