@@ -114,7 +114,7 @@ static void mark_tail(uintptr_t first, uint64_t n, enum page_kind k, bool dead) 
 }
 
 static int misuse(const char *fn, const void *addr, int code, const char *why) {
-    static const char *names[] = {"OSCAR_OK", "OSCAR_EINVAL", "OSCAR_ENOTOURS",
+    static const char *const names[] = {"OSCAR_OK", "OSCAR_EINVAL", "OSCAR_ENOTOURS",
                                   "OSCAR_EREVOKED", "OSCAR_EBUSY", "OSCAR_ENOMEM",
                                   "OSCAR_ENOTSUP"};
     report_api_error(fn, (uintptr_t)addr, names[code], why);

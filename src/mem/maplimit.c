@@ -26,6 +26,7 @@ static struct {
      * by the first warning. Both atomic. */
     atomic_int degraded, warned;
     atomic_flag recounting; /* a recount is running: taken with test-and-set, never waited on */
+    atomic_int told_lowered; /* set once by the first "address space lowered" line (exchange) */
 } maplimit_state = {.max_map_count = 65530, .recounting = ATOMIC_FLAG_INIT};
 
 #define HYSTERESIS 1024
@@ -155,8 +156,7 @@ static bool fit_address_space_limit(void) {
     uint64_t rest = vm > spare ? vm - spare : 0, room = limit > rest ? (limit - rest) / 4 * 3 : 0;
     region_shrink(room / 8 * 5);
     canon_shrink(room / 8);
-    static atomic_int told;
-    if (!atomic_exchange(&told, 1)) {
+    if (!atomic_exchange(&maplimit_state.told_lowered, 1)) {
         char buf[256];
         struct fmt f = FMT_INIT(buf);
         msg_start(&f, MSG_AS_LOWERED);

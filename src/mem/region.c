@@ -34,7 +34,9 @@ static struct {
     /* Hooks of the layers above that size a table by the region (report/stack.c's
      * records): set once at init (region_set_shrink_hook). */
     void (*shrink_hook)(uintptr_t new_end);
-} region_state = {.as_budget = UINT64_MAX};
+    /* The big gaps were given back: set once by the first region_shrink (test-and-set). */
+    atomic_flag gaps_given_back;
+} region_state = {.as_budget = UINT64_MAX, .gaps_given_back = ATOMIC_FLAG_INIT};
 
 void region_set_hooks(const struct region_hooks *h) { region_state.hooks = *h; }
 
@@ -186,8 +188,7 @@ uint64_t region_unused(void) {
 void region_shrink(uint64_t keep) {
     /* The big gaps below the bump pointer first: they hold nothing and never will (a
      * mapping the kernel later places there is not ours; nothing of ours maps there). */
-    static atomic_flag gaps_given_back = ATOMIC_FLAG_INIT;
-    if (!atomic_flag_test_and_set(&gaps_given_back)) {
+    if (!atomic_flag_test_and_set(&region_state.gaps_given_back)) {
         unsigned n = atomic_load(&region_state.n_big_gaps);
         for (unsigned i = 0; i < n && i < MAX_BIG_GAPS; i++) {
             uintptr_t lo = align_up(region_state.big_gaps[i].lo, REGION_CHUNK), hi = region_state.big_gaps[i].hi & ~(REGION_CHUNK - 1);

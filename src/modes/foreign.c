@@ -13,6 +13,13 @@ extern void __libc_free(void *p);
 #define CHUNK_FLAGS 7UL
 #define PAGE 4096UL
 
+/* Foreign pointers' state. */
+static struct {
+    /* Where the brk heap starts, read once from /proc/self/stat by the first start_brk (a
+     * racing second reader stores the same value): 0 until then or when unknown. */
+    uintptr_t start_brk;
+} foreign_state;
+
 static bool mapped(uintptr_t page) {
     unsigned char v;
     return os_mincore((void *)page, PAGE, &v) == 0;
@@ -20,9 +27,8 @@ static bool mapped(uintptr_t page) {
 
 /* Where the brk heap starts: field 47 (start_brk) of /proc/self/stat, read once. 0: unknown. */
 static uintptr_t start_brk(void) {
-    static uintptr_t known;
-    if (known)
-        return known;
+    if (foreign_state.start_brk)
+        return foreign_state.start_brk;
     long fd = os_open_read("/proc/self/stat");
     if (fd < 0)
         return 0;
@@ -46,7 +52,7 @@ static uintptr_t start_brk(void) {
             field++;
     for (; *s >= '0' && *s <= '9'; s++)
         v = v * 10 + (uintptr_t)(*s - '0');
-    return known = v;
+    return foreign_state.start_brk = v;
 }
 
 static bool in_brk_heap(uintptr_t a) {
