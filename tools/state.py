@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""Check that src/ keeps its mutable state grouped (docs/architecture.md, "State").
+
+A file's mutable state lives in one struct named for it, `<name>_state` (`static struct {
+... } reclaim_state;`, or a `struct <name>_state` declared in the file's header when other
+files read it), each field commented with who writes it and under which lock. This script
+reads every .c file under src/, lists its file-scope object definitions and sorts them:
+
+  grouped  a struct whose name ends in `_state`
+  tls      a `__thread` / `_Thread_local` variable (per thread, kept as it is: the struct's
+           comment names them)
+  shared   a global that other files read through their header (`extern` there, with a
+           comment saying who writes it), kept by name: `oscar_region`, `oscar_stats`, ...
+  apart    a mutable object APART below names, with why it cannot be in the struct
+  loose    any other file-scope object that is not const: what the rule forbids
+
+A `static` object inside a function is state too and is sorted the same way. Constants
+(`static const T x`, `T *const x`), functions, prototypes, typedefs and `extern`
+declarations are not state here. Exit status 1 if a file gains a
+loose global, unless the file is in ALLOWED below (files being changed by others today; each
+entry names why); a file of ALLOWED that no longer has any loose global is reported, so the
+list only shrinks.
+
+    python3 tools/state.py             # per file: grouped, tls, loose; then the totals
+    python3 tools/state.py --loose     # every loose global, one per line (file:line name)
+    python3 tools/state.py --json
+"""
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "src"
+
+# Files that still hold loose globals, each with why: they are being reworked elsewhere
+# (issue 19 item 4 left them for later). Remove an entry when its file is converted.
+ALLOWED = {
+    "mem/canon.c": "canonical heap, being reworked in parallel",
+    "export/fork.c": "fork handling, being reworked in parallel",
+    "scan/mark.c": "scanner, being reworked in parallel",
+    "scan/roots.c": "scanner, being reworked in parallel",
+    "scan/world.c": "scanner, being reworked in parallel",
+    "heap/protect_heap.c": "protect mode's heap, being reworked in parallel",
+    "modes/protect.c": "protect mode, being reworked in parallel",
+}
+
+DIRECTIVE = re.compile(r"[ \t]*#")
+# Objects that stay apart from their file's struct, each with why.
+APART = {
+    ("heap/thread.c", "empty_cache"): "a sentinel: its address is a new thread's oscar_tc; "
+                                      "nothing writes it, and struct thread_cache ends in a "
+                                      "flexible array, which cannot be a member",
+    ("heap/thread.c", "dead_cache"): "a sentinel, as empty_cache",
+    ("export/export_signal.c", "slot (in a function)"): "sigwait's cache of the next "
+        "definition (dlsym), as the NEXT macro's: one per wrapper, set once with release",
+}
+
+KEYWORDS = {"static", "extern", "const", "volatile", "inline", "register", "restrict",
+            "_Atomic", "__thread", "_Thread_local", "struct", "union", "enum", "unsigned",
+            "signed", "int", "char", "long", "short", "float", "double", "void", "bool",
+            "_Bool", "sizeof", "__typeof__", "typeof", "_Noreturn"}
+
+
+def strip(text):
+    """The text with comments, string and character literals blanked and preprocessor lines
+    removed; newlines are kept so that offsets still give line numbers."""
+    out, i, n = [], 0, len(text)
+    at_line_start = True
+    while i < n:
+        c = text[i]
+        if at_line_start and DIRECTIVE.match(text, i):
+            # a preprocessor line, with its continuations
+            while i < n:
+                if text[i] == "\\" and i + 1 < n and text[i + 1] == "\n":
+                    out.append(" \n")
+                    i += 2
+                    continue
+                if text[i] == "\n":
+                    break
+                if text.startswith("/*", i):  # a comment inside a directive
+                    j = text.find("*/", i + 2)
+                    j = n if j < 0 else j + 2
+                    out.append("".join("\n" if ch == "\n" else " " for ch in text[i:j]))
+                    i = j
+                    continue
+                out.append(" ")
+                i += 1
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join("\n" if ch == "\n" else " " for ch in text[i:j]))
+            i = j
+            continue
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+            continue
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + " " * (j - i - 1) + c)
+            i = j + 1
+            at_line_start = False
+            continue
+        out.append(c)
+        if c == "\n":
+            at_line_start = True
+        elif c not in " \t":
+            at_line_start = False
+        i += 1
+    return "".join(out)
+
+
+def drop_attributes(s):
+    """Remove __attribute__((...)), _Alignas(...), alignas(...) with balanced parentheses."""
+    while True:
+        m = re.search(r"\b(__attribute__|_Alignas|alignas|__extension__)\b\s*", s)
+        if not m:
+            return s
+        j = m.end()
+        if m.group(1) == "__extension__" or j >= len(s) or s[j] != "(":
+            s = s[:m.start()] + s[j:]
+            continue
+        depth = 0
+        k = j
+        while k < len(s):
+            if s[k] == "(":
+                depth += 1
+            elif s[k] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        s = s[:m.start()] + " " + s[k + 1:]
+
+
+def top_level_statements(code, bodies=None):
+    """(line, text) of each statement at file scope; function bodies are skipped (appended
+    to `bodies` as (line, text) if given), the braces of a struct body or an initializer are
+    kept in the statement."""
+    stmts, buf, depth, start = [], [], 0, None
+    line = 1
+    i, n = 0, len(code)
+    while i < n:
+        c = code[i]
+        if c == "\n":
+            line += 1
+        if depth == 0:
+            if start is None and not c.isspace():
+                start = line
+            if c == ";":
+                stmts.append((start, "".join(buf)))
+                buf, start = [], None
+                i += 1
+                continue
+            if c == "{":
+                head = drop_attributes("".join(buf)).rstrip()
+                if head.endswith(")") and "=" not in head:
+                    # a function definition: skip its body
+                    d = 0
+                    body_at, body_line = i, line
+                    while i < n:
+                        if code[i] == "{":
+                            d += 1
+                        elif code[i] == "}":
+                            d -= 1
+                            if d == 0:
+                                break
+                        elif code[i] == "\n":
+                            line += 1
+                        i += 1
+                    if bodies is not None:
+                        bodies.append((body_line, code[body_at:i + 1]))
+                    buf, start = [], None
+                    i += 1
+                    continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        buf.append(c)
+        i += 1
+    return stmts
+
+
+def split_top(s, sep):
+    """s split on sep where no (), [] or {} is open."""
+    parts, depth, cur = [], 0, []
+    for c in s:
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if c == sep and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    parts.append("".join(cur))
+    return parts
+
+
+def without_braces(s):
+    """s with every {...} (struct bodies, initializers) reduced to {}."""
+    out, depth = [], 0
+    for c in s:
+        if c == "{":
+            if depth == 0:
+                out.append("{}")
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif depth == 0:
+            out.append(c)
+    return "".join(out)
+
+
+def matching_open(s, end):
+    """Index of the bracket that opens the one closing at s[end]."""
+    close = s[end]
+    open_ = {")": "(", "]": "["}[close]
+    depth = 0
+    for k in range(end, -1, -1):
+        if s[k] == close:
+            depth += 1
+        elif s[k] == open_:
+            depth -= 1
+            if depth == 0:
+                return k
+    return 0
+
+
+def declarator(d):
+    """(name, text before the name) of a declarator, or None for a function's prototype."""
+    # a prototype's trailing attribute macros: f(int) OSCAR_HIDDEN
+    d = re.sub(r"\)\s*(?:[A-Z][A-Z0-9_]*\s*)+$", ")", d.strip())
+    while True:
+        d = d.rstrip()
+        if d.endswith("]"):
+            d = d[:matching_open(d, len(d) - 1)]
+        elif d.endswith(")"):
+            k = matching_open(d, len(d) - 1)
+            inner, before = d[k + 1:-1], d[:k].rstrip()
+            if inner.lstrip().startswith("*"):
+                d = before + " " + inner  # (*name): grouping parentheses
+            elif before.endswith(")") or before.endswith("]"):
+                d = before  # the parameters of a function pointer
+            else:
+                return None  # name(parameters): a function
+        else:
+            break
+    m = re.search(r"(\w+)$", d)
+    if not m or m.group(1) in KEYWORDS:
+        return None
+    return m.group(1), d[:m.start()]
+
+
+def objects(stmt, exported=frozenset()):
+    """[(name, kind)] for the objects a file-scope statement defines; kind is 'grouped',
+    'tls', 'loose' or 'const'. Empty for functions, prototypes, typedefs, externs and tag
+    declarations."""
+    s = without_braces(drop_attributes(stmt)).strip()
+    words = re.findall(r"\w+", s)
+    if not words or words[0] in ("typedef", "extern", "_Static_assert", "static_assert",
+                                 "asm", "__asm__"):
+        return []
+    tls = "__thread" in words or "_Thread_local" in words
+    parts = [split_top(p, "=")[0] for p in split_top(s, ",")]
+    first = declarator(parts[0])
+    if not first:
+        return []
+    spec = first[1]
+    if "*" in spec or "(" in spec:
+        spec = re.split(r"[*(]", spec, 1)[0]
+    spec_words = re.findall(r"\w+", spec)
+    if not spec_words:
+        return []  # a bare tag declaration, "struct x {}"
+    out = []
+    for i, p in enumerate(parts):
+        got = first if i == 0 else declarator(p)
+        if not got:
+            continue
+        name, before = got
+        ptr = before[len(spec):] if i == 0 else before
+        if "*" in ptr:
+            is_const = bool(re.search(r"\*\s*const\s*$", ptr))
+        else:
+            is_const = "const" in spec_words
+        if tls:
+            kind = "tls"
+        elif is_const:
+            kind = "const"
+        elif name.endswith("_state") and ("struct" in spec_words or "union" in spec_words):
+            kind = "grouped"
+        elif "static" not in spec_words and name in exported:
+            kind = "shared"
+        else:
+            kind = "loose"
+        out.append((name, kind))
+    return out
+
+
+LOCAL_STATIC = re.compile(r"(?:^|[;{}])\s*(static\b[^;]*);", re.S)
+
+
+def local_statics(bodies, exported):
+    """(line, name, kind) of the static objects defined inside function bodies."""
+    out = []
+    for line, body in bodies:
+        for m in LOCAL_STATIC.finditer(body):
+            at = line + body.count("\n", 0, m.start(1))
+            for name, kind in objects(m.group(1), exported):
+                out.append((at, name, kind))
+    return out
+
+
+def exported_names():
+    """Names declared `extern` in a header under src/."""
+    names = set()
+    for path in SRC.rglob("*.h"):
+        for line, stmt in top_level_statements(strip(path.read_text())):
+            s = without_braces(drop_attributes(stmt)).strip()
+            if not s.startswith("extern") or s.startswith('extern "'):
+                continue
+            for p in split_top(s, ","):
+                got = declarator(split_top(p, "=")[0])
+                if got:
+                    names.add(got[0])
+    return names
+
+
+def analyse():
+    files = {}
+    exported = exported_names()
+    for path in sorted(SRC.rglob("*.c")):
+        rel = path.relative_to(SRC).as_posix()
+        code = strip(path.read_text())
+        entry = {"grouped": [], "shared": [], "tls": [], "apart": [], "loose": [], "const": []}
+        bodies = []
+        found = [(line, name, kind) for line, stmt in top_level_statements(code, bodies)
+                 for name, kind in objects(stmt, exported)]
+        # A static inside a function is state too (only its name's scope is smaller).
+        found += [(line, name + " (in a function)", kind)
+                  for line, name, kind in local_statics(bodies, exported)]
+        for line, name, kind in found:
+            if kind == "loose" and (rel, name) in APART:
+                kind = "apart"
+            entry[kind].append((line, name))
+        files[rel] = entry
+    problems = []
+    for rel, e in files.items():
+        if e["loose"] and rel not in ALLOWED:
+            for line, name in e["loose"]:
+                problems.append(f"src/{rel}:{line}: '{name}' is loose state: "
+                                "put it in the file's <name>_state struct")
+    for rel in ALLOWED:
+        if rel not in files:
+            problems.append(f"tools/state.py: ALLOWED names src/{rel}, which does not exist")
+        elif not files[rel]["loose"]:
+            problems.append(f"tools/state.py: src/{rel} has no loose global left: "
+                            "remove it from ALLOWED")
+    return files, problems
+
+
+def main():
+    files, problems = analyse()
+    if "--json" in sys.argv:
+        print(json.dumps({"files": files, "problems": problems}, indent=2))
+    elif "--loose" in sys.argv:
+        for rel, e in files.items():
+            for line, name in e["loose"]:
+                print(f"src/{rel}:{line} {name}")
+    else:
+        total = {k: 0 for k in ("grouped", "shared", "tls", "apart", "loose")}
+        for rel, e in files.items():
+            if not any(e[k] for k in total):
+                continue
+            for k in total:
+                total[k] += len(e[k])
+            tag = "  (allowed for now)" if rel in ALLOWED and e["loose"] else ""
+            print(f"src/{rel}: grouped {len(e['grouped'])}, shared {len(e['shared'])}, "
+                  f"tls {len(e['tls'])}, apart {len(e['apart'])}, "
+                  f"loose {len(e['loose'])}{tag}"
+                  + (": " + ", ".join(n for _, n in e["loose"]) if e["loose"] else ""))
+        allowed = sum(len(files[r]["loose"]) for r in ALLOWED if r in files)
+        print(f"total: grouped {total['grouped']}, shared {total['shared']}, tls {total['tls']}, "
+              f"apart {total['apart']}, "
+              f"loose {total['loose']} "
+              f"(of which {allowed} in files allowed for now)")
+    for p in problems:
+        print("problem:", p)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
