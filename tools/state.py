@@ -24,6 +24,7 @@ list only shrinks.
     python3 tools/state.py             # per file: grouped, tls, loose; then the totals
     python3 tools/state.py --loose     # every loose global, one per line (file:line name)
     python3 tools/state.py --json
+    python3 tools/state.py --at REV    # the same figures for a git revision's src/
 """
 import json
 import re
@@ -319,10 +320,10 @@ def local_statics(bodies, exported):
     return out
 
 
-def exported_names():
+def exported_names(src):
     """Names declared `extern` in a header under src/."""
     names = set()
-    for path in SRC.rglob("*.h"):
+    for path in src.rglob("*.h"):
         for line, stmt in top_level_statements(strip(path.read_text())):
             s = without_braces(drop_attributes(stmt)).strip()
             if not s.startswith("extern") or s.startswith('extern "'):
@@ -334,11 +335,11 @@ def exported_names():
     return names
 
 
-def analyse():
+def analyse(src=SRC):
     files = {}
-    exported = exported_names()
-    for path in sorted(SRC.rglob("*.c")):
-        rel = path.relative_to(SRC).as_posix()
+    exported = exported_names(src)
+    for path in sorted(src.rglob("*.c")):
+        rel = path.relative_to(src).as_posix()
         code = strip(path.read_text())
         entry = {"grouped": [], "shared": [], "tls": [], "apart": [], "loose": [], "const": []}
         bodies = []
@@ -367,8 +368,32 @@ def analyse():
     return files, problems
 
 
+def tree_at(rev, into):
+    """src/ of a git revision, unpacked under `into`."""
+    import subprocess
+    import tarfile
+    import io
+    data = subprocess.run(["git", "-C", str(REPO), "archive", rev, "src"],
+                          capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as t:
+        t.extractall(into)
+    return Path(into) / "src"
+
+
 def main():
+    if "--at" in sys.argv:
+        # The figures of an older tree (its problems are not this tree's: exit 0).
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            files, problems = analyse(tree_at(sys.argv[sys.argv.index("--at") + 1], d))
+        report(files, [])
+        return
     files, problems = analyse()
+    report(files, problems)
+    sys.exit(1 if problems else 0)
+
+
+def report(files, problems):
     if "--json" in sys.argv:
         print(json.dumps({"files": files, "problems": problems}, indent=2))
     elif "--loose" in sys.argv:
@@ -394,7 +419,6 @@ def main():
               f"(of which {allowed} in files allowed for now)")
     for p in problems:
         print("problem:", p)
-    sys.exit(1 if problems else 0)
 
 
 if __name__ == "__main__":
