@@ -66,11 +66,12 @@ def test_checker_leaves_constants_tls_and_prototypes(tmp_path):
     assert "'name_f' is loose state" in proc.stdout and "'hook_g' is loose state" in proc.stdout
 
 
-def test_allowed_list_only_shrinks(tmp_path):
-    """A file of the allowed list that no longer holds a loose global must leave the list."""
+def test_allowed_list_says_when_a_file_can_leave_it(tmp_path):
+    """A file of the allowed list that no longer holds a loose global gets a note (not a
+    failure: its owner may clean it before editing the list)."""
     copy = copy_tree(tmp_path)
     f = copy / "src" / "scan" / "world.c"
     f.write_text("int world_nothing(void) { return 0; }\n")
     proc = run_checker(copy)
-    assert proc.returncode == 1
-    assert "src/scan/world.c has no loose global left" in proc.stdout
+    assert proc.returncode == 0, proc.stdout
+    assert "note: src/scan/world.c has no loose global: it can leave" in proc.stdout
