@@ -17,8 +17,10 @@
 
 _Atomic uint64_t os_calls[OS_CALL_KINDS];
 
-/* The os layer's state. Everything here is atomic and lock-free: system calls may come from
- * any thread, a fork child or a signal handler. */
+/* The os layer's state, in two structs: an object with any non-zero initialiser goes whole
+ * into .data (the file), so the zero-initialised table stays apart, in .bss. Everything here
+ * is atomic and lock-free: system calls may come from any thread, a fork child or a signal
+ * handler. */
 static struct {
     /* Where the os_alloc_meta mappings lie, for the mark to leave them out of the roots:
      * Oscar's bookkeeping holds addresses of freed objects (the thread registry records
@@ -32,9 +34,12 @@ static struct {
     struct {
         _Atomic uintptr_t lo, hi;
     } meta_ranges[OS_META_RANGES_MAX];
-    _Atomic size_t meta_used;         /* entries claimed in meta_ranges (fetch-add by meta_record) */
-    atomic_int populate_write_works;  /* cleared once by the first MADV_POPULATE_WRITE the kernel refuses */
-    atomic_int guards_usable;         /* cleared once by os_guards_disable (guard markers refused) */
+    _Atomic size_t meta_used; /* entries claimed in meta_ranges (fetch-add by meta_record) */
+} meta_state;
+static struct {
+    /* cleared once by the first MADV_POPULATE_WRITE the kernel refuses */
+    atomic_int populate_write_works;
+    atomic_int guards_usable; /* cleared once by os_guards_disable (guard markers refused) */
 } os_state = {.populate_write_works = 1, .guards_usable = 1};
 
 #ifndef MADV_POPULATE_WRITE
@@ -96,28 +101,28 @@ void *os_reserve(size_t len, int *err) {
 static void meta_record(uintptr_t lo, uintptr_t hi) {
     size_t n = os_meta_count();
     for (size_t i = 0; i < n; i++) {
-        uintptr_t l = atomic_load_explicit(&os_state.meta_ranges[i].lo, memory_order_acquire);
-        uintptr_t h = atomic_load_explicit(&os_state.meta_ranges[i].hi, memory_order_acquire);
-        if (l && l == hi && atomic_compare_exchange_strong(&os_state.meta_ranges[i].lo, &l, lo))
+        uintptr_t l = atomic_load_explicit(&meta_state.meta_ranges[i].lo, memory_order_acquire);
+        uintptr_t h = atomic_load_explicit(&meta_state.meta_ranges[i].hi, memory_order_acquire);
+        if (l && l == hi && atomic_compare_exchange_strong(&meta_state.meta_ranges[i].lo, &l, lo))
             return;
-        if (l && h == lo && atomic_compare_exchange_strong(&os_state.meta_ranges[i].hi, &h, hi))
+        if (l && h == lo && atomic_compare_exchange_strong(&meta_state.meta_ranges[i].hi, &h, hi))
             return;
     }
-    size_t i = atomic_fetch_add(&os_state.meta_used, 1);
+    size_t i = atomic_fetch_add(&meta_state.meta_used, 1);
     if (i >= OS_META_RANGES_MAX)
         return;
-    atomic_store_explicit(&os_state.meta_ranges[i].hi, hi, memory_order_release);
-    atomic_store_explicit(&os_state.meta_ranges[i].lo, lo, memory_order_release);
+    atomic_store_explicit(&meta_state.meta_ranges[i].hi, hi, memory_order_release);
+    atomic_store_explicit(&meta_state.meta_ranges[i].lo, lo, memory_order_release);
 }
 
 size_t os_meta_count(void) {
-    size_t n = atomic_load_explicit(&os_state.meta_used, memory_order_acquire);
+    size_t n = atomic_load_explicit(&meta_state.meta_used, memory_order_acquire);
     return n < OS_META_RANGES_MAX ? n : OS_META_RANGES_MAX;
 }
 
 bool os_meta_range(size_t i, uintptr_t *lo, uintptr_t *hi) {
-    *lo = atomic_load_explicit(&os_state.meta_ranges[i].lo, memory_order_acquire);
-    *hi = atomic_load_explicit(&os_state.meta_ranges[i].hi, memory_order_acquire);
+    *lo = atomic_load_explicit(&meta_state.meta_ranges[i].lo, memory_order_acquire);
+    *hi = atomic_load_explicit(&meta_state.meta_ranges[i].hi, memory_order_acquire);
     return *lo != 0;
 }
 

@@ -291,7 +291,13 @@ struct dw {
 #define ABBREV_INDEX 2048
 
 /* The resolver's state: all of it under `busy`, a try-lock (dwarf_resolve gives up rather
- * than wait: it runs in reports and signal handlers). */
+ * than wait: it runs in reports and signal handlers). The abbreviation index's 8 KiB are in
+ * abbrev_index_state, apart: an object with any non-zero initialiser goes whole into .data
+ * (the file), a zero one stays in .bss. */
+static struct {
+    /* code -> offset of its declaration in the unit abbrev_for names (static scratch) */
+    uint32_t abbrev_at[ABBREV_INDEX];
+} abbrev_index_state;
 static struct {
     /* The sections inflated last (a debug file's, by its build id): kept mapped until
      * another file's are needed, so each frame of a report does not inflate them again. */
@@ -301,9 +307,7 @@ static struct {
         void *map;
         size_t map_len;
     } inflated;
-    /* The abbreviation index of one unit: code -> offset of its declaration (static scratch),
-     * and the unit's abbreviation offset it was built for (UINT64_MAX: none). */
-    uint32_t abbrev_at[ABBREV_INDEX];
+    /* The unit's abbreviation offset abbrev_index_state was built for (UINT64_MAX: none). */
     uint64_t abbrev_for;
     atomic_flag busy; /* taken with test-and-set by dwarf_resolve; cleared in a fork child */
 } dwarf_state = {.abbrev_for = UINT64_MAX, .busy = ATOMIC_FLAG_INIT};
@@ -506,7 +510,7 @@ static bool read_unit(const struct dw *d, uint64_t off, struct unit *u) {
            u->abbrev_off < d->abbrev.n;
 }
 
-/* The abbreviation index (dwarf_state.abbrev_at): static scratch, guarded by the caller's
+/* The abbreviation index (abbrev_index_state): static scratch, guarded by the caller's
  * try-lock (dwarf_resolve). */
 
 static void skip_abbrev_specs(struct rd *r) {
@@ -522,7 +526,7 @@ static void skip_abbrev_specs(struct rd *r) {
 static void index_abbrevs(const struct dw *d, uint64_t off) {
     if (dwarf_state.abbrev_for == off)
         return;
-    memset(dwarf_state.abbrev_at, 0, sizeof dwarf_state.abbrev_at);
+    memset(abbrev_index_state.abbrev_at, 0, sizeof abbrev_index_state.abbrev_at);
     struct rd r = rd_make(d->abbrev.p + off, d->abbrev.n - off);
     for (;;) {
         uint64_t at = (uint64_t)(r.p - d->abbrev.p);
@@ -530,7 +534,7 @@ static void index_abbrevs(const struct dw *d, uint64_t off) {
         if (r.bad || !code)
             break;
         if (code < ABBREV_INDEX)
-            dwarf_state.abbrev_at[code] = (uint32_t)at + 1; /* 0: no such code */
+            abbrev_index_state.abbrev_at[code] = (uint32_t)at + 1; /* 0: no such code */
         rd_uleb(&r); /* tag */
         rd_skip(&r, 1);
         skip_abbrev_specs(&r);
@@ -542,9 +546,9 @@ static void index_abbrevs(const struct dw *d, uint64_t off) {
 static bool find_abbrev(const struct dw *d, uint64_t abbrev_off, uint64_t code, struct rd *out) {
     struct rd r = rd_make(d->abbrev.p, d->abbrev.n);
     if (dwarf_state.abbrev_for == abbrev_off && code < ABBREV_INDEX) {
-        if (!dwarf_state.abbrev_at[code])
+        if (!abbrev_index_state.abbrev_at[code])
             return false;
-        r.p += dwarf_state.abbrev_at[code] - 1;
+        r.p += abbrev_index_state.abbrev_at[code] - 1;
         rd_uleb(&r);
         *out = r;
         return !r.bad;

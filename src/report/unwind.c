@@ -15,21 +15,25 @@
 #define REFRESH_EVERY_NS (50u * 1000 * 1000)
 
 /* The module table's state. Entries are added only by a refresh, and a refresh runs under
- * `refreshing` (a try-lock: a thread that finds it taken goes on with the table as it is);
- * readers (module_of) take no lock. */
+ * refresh_state.refreshing (a try-lock: a thread that finds it taken goes on with the table
+ * as it is); readers (module_of) take no lock. The refresh's own fields are apart, in
+ * refresh_state: an object with any non-zero initialiser goes whole into .data (the file),
+ * and this one (150 KiB) stays in .bss. */
 static struct {
     struct module modules[MAX_MODULES]; /* an entry is written before module_count covers it */
     _Atomic bool module_gone[MAX_MODULES]; /* unloaded since it was added (set by a refresh) */
     _Atomic int module_count;              /* published with release by a refresh */
-    atomic_flag refreshing;                /* cleared in a fork child (unwind_after_fork) */
-    _Atomic uint64_t last_refresh_ns;      /* written by a refresh, relaxed */
     bool seen_now[MAX_MODULES];            /* a refresh's scratch, under `refreshing` */
+    char maps_buf[8192];                   /* /proc/self/maps, read under `refreshing` */
+} modules_state;
+static struct {
+    atomic_flag refreshing;           /* cleared in a fork child (unwind_after_fork) */
+    _Atomic uint64_t last_refresh_ns; /* written by a refresh, relaxed */
     /* The loader's counts of modules loaded and unloaded so far (dl_phdr_info's dlpi_adds
      * and dlpi_subs), read from the first module: the walk stops there. Written by a
      * refresh, relaxed. */
     _Atomic uint64_t seen_adds, seen_subs;
-    char maps_buf[8192]; /* /proc/self/maps, read under `refreshing` */
-} modules_state = {.refreshing = ATOMIC_FLAG_INIT, .seen_adds = UINT64_MAX};
+} refresh_state = {.refreshing = ATOMIC_FLAG_INIT, .seen_adds = UINT64_MAX};
 
 const struct module *module_of(uintptr_t pc) {
     int n = atomic_load_explicit(&modules_state.module_count, memory_order_acquire);
@@ -115,14 +119,14 @@ static void rebuild(void) {
 
 void module_refresh(bool force) {
     uint64_t now = os_monotonic_ns();
-    if (!force && now - atomic_load_explicit(&modules_state.last_refresh_ns, memory_order_relaxed) < REFRESH_EVERY_NS &&
+    if (!force && now - atomic_load_explicit(&refresh_state.last_refresh_ns, memory_order_relaxed) < REFRESH_EVERY_NS &&
         atomic_load_explicit(&modules_state.module_count, memory_order_relaxed) != 0)
         return;
-    if (atomic_flag_test_and_set_explicit(&modules_state.refreshing, memory_order_acquire))
+    if (atomic_flag_test_and_set_explicit(&refresh_state.refreshing, memory_order_acquire))
         return;
-    atomic_store_explicit(&modules_state.last_refresh_ns, now, memory_order_relaxed);
+    atomic_store_explicit(&refresh_state.last_refresh_ns, now, memory_order_relaxed);
     rebuild();
-    atomic_flag_clear_explicit(&modules_state.refreshing, memory_order_release);
+    atomic_flag_clear_explicit(&refresh_state.refreshing, memory_order_release);
 }
 
 /* Bring the table up to date when the loader loaded or unloaded a module since the last look
@@ -131,19 +135,19 @@ void module_refresh(bool force) {
 static void module_sync(void) {
     uint64_t c[2] = {0, 0};
     dl_iterate_phdr(read_counts, c);
-    if (c[0] == atomic_load_explicit(&modules_state.seen_adds, memory_order_relaxed) &&
-        c[1] == atomic_load_explicit(&modules_state.seen_subs, memory_order_relaxed))
+    if (c[0] == atomic_load_explicit(&refresh_state.seen_adds, memory_order_relaxed) &&
+        c[1] == atomic_load_explicit(&refresh_state.seen_subs, memory_order_relaxed))
         return;
-    if (atomic_flag_test_and_set_explicit(&modules_state.refreshing, memory_order_acquire))
+    if (atomic_flag_test_and_set_explicit(&refresh_state.refreshing, memory_order_acquire))
         return;
-    bool unloaded = c[1] != atomic_load_explicit(&modules_state.seen_subs, memory_order_relaxed);
+    bool unloaded = c[1] != atomic_load_explicit(&refresh_state.seen_subs, memory_order_relaxed);
     rebuild();
     if (unloaded)
         cache_flush();
-    atomic_store_explicit(&modules_state.seen_adds, c[0], memory_order_relaxed);
-    atomic_store_explicit(&modules_state.seen_subs, c[1], memory_order_relaxed);
-    atomic_store_explicit(&modules_state.last_refresh_ns, os_monotonic_ns(), memory_order_relaxed);
-    atomic_flag_clear_explicit(&modules_state.refreshing, memory_order_release);
+    atomic_store_explicit(&refresh_state.seen_adds, c[0], memory_order_relaxed);
+    atomic_store_explicit(&refresh_state.seen_subs, c[1], memory_order_relaxed);
+    atomic_store_explicit(&refresh_state.last_refresh_ns, os_monotonic_ns(), memory_order_relaxed);
+    atomic_flag_clear_explicit(&refresh_state.refreshing, memory_order_release);
 }
 
 /* ---- A module from /proc/self/maps: for a report in the SIGSEGV handler (no loader lock), when
@@ -252,10 +256,10 @@ done:
 }
 
 const struct module *module_from_maps(uintptr_t pc) {
-    if (atomic_flag_test_and_set_explicit(&modules_state.refreshing, memory_order_acquire))
+    if (atomic_flag_test_and_set_explicit(&refresh_state.refreshing, memory_order_acquire))
         return NULL;
     const struct module *m = module_from_maps_locked(pc);
-    atomic_flag_clear_explicit(&modules_state.refreshing, memory_order_release);
+    atomic_flag_clear_explicit(&refresh_state.refreshing, memory_order_release);
     return m;
 }
 
@@ -597,7 +601,7 @@ static void cache_flush(void) {
 }
 
 void unwind_after_fork(void) {
-    atomic_flag_clear(&modules_state.refreshing); /* a thread that held it does not exist in the child */
+    atomic_flag_clear(&refresh_state.refreshing); /* a thread that held it does not exist in the child */
 }
 
 static inline struct rule rule_for(uintptr_t pc, bool may_refresh) {
