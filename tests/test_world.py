@@ -23,7 +23,8 @@ STRICT = {"OSCAR_MODE": "strict"}  # the reports below are strict mode's
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("program", ["world_thread_shapes", "fork_clone_nocvm",
                                      "signal_park_handler", "fork_stdio_lock",
-                                     "signal_mask_calls", "world_raw_blocked"])
+                                     "signal_mask_calls", "world_raw_blocked",
+                                     "fork_stop_gives_up"])
 def test_same_output_as_glibc(runner, program, mode):
     expected = runner.glibc(program)
     assert expected.stdout.endswith("OK\n"), expected.describe()

@@ -120,13 +120,13 @@ static void copy_chunks(void) {
     }
 }
 
-/* The child: help with the copy, then wait until the parent's chunks are copied too. If the
- * parent dies meanwhile (its chunk may be half copied), copy everything again: nothing writes
- * to the parent's heap any more. */
+/* The child: wait until the parent has copied every chunk. If the parent dies meanwhile (its
+ * chunk may be half copied), copy everything here: nothing writes to its heap any more. (The
+ * child does not copy chunks alongside the parent: writes to one memfd take its inode's lock,
+ * so two copiers only take turns, and measured slower than one.) */
 static int child_copy(void) {
     if (!sync_page || !sync_page->chunks)
         return 0;
-    copy_chunks();
     uint64_t n = sync_page->chunks, start = os_monotonic_ns();
     for (;;) {
         uint32_t d = atomic_load(&sync_page->done);
@@ -249,8 +249,15 @@ static void prepare(void) {
     deferred_lock();
     keep_lock();
     reclaim_lock();
-    world_stopped = world_stop() == 0;
-    save_stdio_locks();
+    /* A stop can give up (a thread slow to answer on a loaded machine, after 1 s, or one
+     * that blocks every signal with a raw system call, after 50 ms): three tries. Without a
+     * stopped world the FILE locks are left alone: the other threads change them meanwhile,
+     * and putting back a snapshot would leave a lock taken with no holder (the child's reset
+     * of them can then still reach a lock in use: see docs/process-shapes.md). */
+    for (int attempt = 0; attempt < 3 && !world_stopped; attempt++)
+        world_stopped = world_stop() == 0;
+    if (world_stopped)
+        save_stdio_locks();
     sync_prepare();
     uint64_t chunks = 0;
     copy_err = canon_fork_prepare(sync_page != NULL, &chunks);

@@ -51,6 +51,7 @@ enum { SLOT_ASKED, SLOT_PARKED, SLOT_GONE };
 
 struct slot {
     _Atomic int state; /* SLOT_*: written by the parked thread (PARKED) or the stopper */
+    uint32_t epoch;    /* the stop that asked (the parked thread waits for its resume) */
     struct world_thread t;
 };
 
@@ -99,6 +100,7 @@ static struct slot *add(int32_t tid) {
     struct slot *s = &W.slots[W.n];
     memset(&s->t, 0, sizeof s->t);
     s->t.tid = tid;
+    s->epoch = atomic_load_explicit(&W.epoch, memory_order_relaxed);
     atomic_store_explicit(&s->state, SLOT_ASKED, memory_order_relaxed);
     size_t h = hash_of(tid);
     while (atomic_load_explicit(&W.hash[h], memory_order_relaxed))
@@ -164,7 +166,6 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
 static void on_park(int sig, siginfo_t *si, void *ucv) {
     int saved = errno;
     struct slot *s = NULL;
-    uint32_t epoch = atomic_load_explicit(&W.epoch, memory_order_acquire);
     if (atomic_load_explicit(&W.stopping, memory_order_acquire))
         s = lookup((int32_t)os_gettid());
     if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_ASKED) {
@@ -174,6 +175,10 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         errno = saved;
         return;
     }
+    /* The stop that asked this slot, not W.epoch read earlier: a request of a stop that gave
+     * up may be handled only now, during the next stop (this thread asked again), and waiting
+     * for the old stop's resume would park it for ever. */
+    uint32_t epoch = s->epoch;
     ucontext_t *uc = ucv;
     s->t.sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     s->t.regs_lo = (uintptr_t)uc;
@@ -189,7 +194,7 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         os_futex_wake(&W.nparked, 1);
     /* From here on, s belongs to the stopper again: touch nothing of W but the futex. */
     uint32_t r;
-    while ((r = atomic_load_explicit(&W.resumed, memory_order_acquire)) != epoch)
+    while ((int32_t)((r = atomic_load_explicit(&W.resumed, memory_order_acquire)) - epoch) < 0)
         os_futex_wait(&W.resumed, r, 0);
     errno = saved;
 }
