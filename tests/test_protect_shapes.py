@@ -9,6 +9,7 @@ import json
 import pytest
 
 from conftest import parse_values
+from test_protect import MARKS, assert_mark_kind
 
 FREQUENT = {"OSCAR_MODE": "protect", "OSCAR_QUARANTINE_FLOOR_KIB": "2",
             "OSCAR_QUARANTINE_SHARE": "0"}
@@ -29,13 +30,20 @@ SHAPES = [
 ]
 
 
+def skip_unless_concurrent(program, mark):
+    if program == "protect_shape_concurrent_move" and mark == "stop":
+        pytest.skip("a shape of concurrent marks: with the world stopped nothing moves")
+
+
 def ids(shapes):
     return ["-".join([p.replace("protect_shape_", "")] + a) for p, a in shapes]
 
 
+@pytest.mark.parametrize("mark", sorted(MARKS))
 @pytest.mark.parametrize("program,args", SHAPES, ids=ids(SHAPES))
-def test_not_reused_while_pointed_to(runner, tmp_path, program, args):
-    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"))
+def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
+    skip_unless_concurrent(program, mark)
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
     res = runner.oscar(program, *args, env=env, timeout=240)
     assert res.returncode == 0 and not res.oscar_lines(), res.describe()
     v = parse_values(res.stdout)
@@ -51,10 +59,14 @@ def test_not_reused_while_pointed_to(runner, tmp_path, program, args):
         assert v["bad_children"] == 0 and v["forks_done"] == 1, res.describe()
     s = json.loads((tmp_path / "stats.json").read_text())
     assert s["scan_rounds"] >= 20, s
+    assert_mark_kind(s, mark)
 
 
+@pytest.mark.parametrize("mark", sorted(MARKS))
 @pytest.mark.parametrize("program,args", SHAPES, ids=ids(SHAPES))
-def test_shape_check_can_fail(runner, program, args):
-    res = runner.oscar(program, *args, "control", env=FREQUENT, timeout=240)
+def test_shape_check_can_fail(runner, program, args, mark):
+    skip_unless_concurrent(program, mark)
+    res = runner.oscar(program, *args, "control", env=dict(FREQUENT, **MARKS[mark]),
+                       timeout=240)
     assert res.returncode == 0 and parse_values(res.stdout).get("held_reused", 0) > 0, \
         res.describe()

@@ -754,14 +754,16 @@ enum { CM_UNKNOWN, CM_OFF }; /* CM_OFF: marks are not concurrent here (no tracki
 #define MARKER_STACK (1UL << 20)
 #define RUNS_MAX 512
 #define PRECLEAN_ROUNDS 2
-/* Below this much heap a mark takes a few milliseconds with the world stopped, less than a
- * concurrent round's fixed cost (protecting, listing and unprotecting the pages, the handoff
- * to the marker): such marks run on the freeing thread. */
-#define CONCURRENT_MIN_PAGES ((8UL << 20) >> PH_PAGE_SHIFT)
+
 
 static struct {
     int setting;              /* OPT_MARK: 0 auto, 1 concurrent, 2 stop (set at init) */
     bool verbose;             /* OPT_VERBOSE (set at init) */
+    /* OPT_MARK_CONCURRENT_MIB in heap pages (set at init): below it a mark takes a few
+     * milliseconds with the world stopped, less than a concurrent round's fixed cost
+     * (protecting, listing and unprotecting the pages, the handoff to the marker), and runs
+     * on the freeing thread. */
+    size_t min_pages;
     atomic_int state;         /* CM_*: the marker thread and write tracking work */
     atomic_int started;       /* the marker thread was started in this process */
     _Atomic uint32_t want;    /* rounds asked for (futex word; the marker waits on it) */
@@ -1029,7 +1031,7 @@ static bool marker_started(void) {
 static bool concurrent_request(void) {
     if (cm.setting == 2 || atomic_load_explicit(&cm.state, memory_order_relaxed) == CM_OFF ||
         in_mark || !world_park_signal ||
-        atomic_load_explicit(&ph.used_pages, memory_order_relaxed) < CONCURRENT_MIN_PAGES)
+        atomic_load_explicit(&ph.used_pages, memory_order_relaxed) < cm.min_pages)
         return false;
     if (!marker_started())
         return false; /* (this time, the caller marks) */
@@ -1062,6 +1064,7 @@ void mark_init(void) {
     if (cm.setting != 2)
         find_libc();
     cm.verbose = options_int(OPT_VERBOSE) != 0;
+    cm.min_pages = ((size_t)options_int(OPT_MARK_CONCURRENT_MIB) << 20) >> PH_PAGE_SHIFT;
     int err;
     cand_pages = os_alloc_meta(align_up((ph.hi - ph.lo) >> PH_PAGE_SHIFT, 64) / 8 + 8, &err);
 }
