@@ -767,16 +767,22 @@ void *ph_aligned(size_t size, size_t align) {
 #define PACE_SLACK 4
 static _Atomic uint64_t next_mark_ns; /* monotonic clock */
 
+/* The quarantine not yet known to be still referenced, and what a mark waits for: its share
+ * of the live heap, at least the floor. */
+static int64_t quarantine_and_trigger(int64_t *trigger) {
+    int64_t live = atomic_load_explicit(&live_bytes, memory_order_relaxed);
+    *trigger = trigger_floor > live * trigger_share / 100 ? trigger_floor
+                                                         : live * trigger_share / 100;
+    return atomic_load_explicit(&quar_bytes, memory_order_relaxed) -
+           atomic_load_explicit(&held_bytes, memory_order_relaxed);
+}
+
 /* Is a mark due? The quarantine passed its share of the live heap (and the floor), and the
  * pacing allows it. */
 static bool due(void) {
-    int64_t q = atomic_load_explicit(&quar_bytes, memory_order_relaxed) -
-                atomic_load_explicit(&held_bytes, memory_order_relaxed);
-    int64_t live = atomic_load_explicit(&live_bytes, memory_order_relaxed);
-    if (q < trigger_floor || q * 100 < live * trigger_share)
+    int64_t trigger, q = quarantine_and_trigger(&trigger);
+    if (q < trigger)
         return false;
-    int64_t trigger = trigger_floor > live * trigger_share / 100 ? trigger_floor
-                                                                  : live * trigger_share / 100;
     if (q >= PACE_SLACK * trigger)
         return true;
     uint64_t at = atomic_load_explicit(&next_mark_ns, memory_order_relaxed);
@@ -785,11 +791,7 @@ static bool due(void) {
 
 #define URGENT (2 * PACE_SLACK)
 bool ph_quarantine_urgent(void) {
-    int64_t q = atomic_load_explicit(&quar_bytes, memory_order_relaxed) -
-                atomic_load_explicit(&held_bytes, memory_order_relaxed);
-    int64_t live = atomic_load_explicit(&live_bytes, memory_order_relaxed);
-    int64_t trigger = trigger_floor > live * trigger_share / 100 ? trigger_floor
-                                                                  : live * trigger_share / 100;
+    int64_t trigger, q = quarantine_and_trigger(&trigger);
     return q >= URGENT * trigger;
 }
 
