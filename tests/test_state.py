@@ -75,3 +75,16 @@ def test_allowed_list_says_when_a_file_can_leave_it(tmp_path):
     proc = run_checker(copy)
     assert proc.returncode == 0, proc.stdout
     assert "note: src/scan/world.c has no loose global: it can leave" in proc.stdout
+
+
+def test_checker_wants_each_field_commented(tmp_path):
+    """Each field of a state struct says who writes it: a field with no comment fails."""
+    copy = copy_tree(tmp_path)
+    f = copy / "src" / "mem" / "mapview.c"
+    text = f.read_text()
+    assert "} mapview_state;" in text
+    f.write_text(text.replace("} mapview_state;", "\n    int stray_field;\n} mapview_state;"))
+    proc = run_checker(copy)
+    assert proc.returncode == 1
+    assert "a field of mapview_state without a comment" in proc.stdout
+    assert "int stray_field;" in proc.stdout

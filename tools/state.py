@@ -14,6 +14,9 @@ reads every .c file under src/, lists its file-scope object definitions and sort
   apart    a mutable object APART below names, with why it cannot be in the struct
   loose    any other file-scope object that is not const: what the rule forbids
 
+Each field of a grouped struct must be covered by a comment: on its line, or a comment block
+right above it (a run of fields without a blank line shares the block above it).
+
 A `static` object inside a function is state too and is sorted the same way. Constants
 (`static const T x`, `T *const x`), functions, prototypes, typedefs and `extern`
 declarations are not state here. Exit status 1 if a file gains a
@@ -336,16 +339,56 @@ def exported_names(src):
     return names
 
 
+def uncommented_fields(raw, code, line, stmt):
+    """(line, text) of each field of a state struct's body that no comment covers: one on its
+    own line, or a comment block right above it or above the fields it follows without a
+    blank line."""
+    open_at = stmt.find("{")
+    if open_at < 0:
+        return []
+    depth, close_at = 0, -1
+    for k in range(open_at, len(stmt)):
+        if stmt[k] == "{":
+            depth += 1
+        elif stmt[k] == "}":
+            depth -= 1
+            if depth == 0:
+                close_at = k
+                break
+    lead = len(stmt) - len(stmt.lstrip())  # `line` is that of the first non-blank
+    first = line + stmt.count("\n", lead, open_at)   # the line of "{"
+    last = line + stmt.count("\n", lead, close_at)   # the line of "}"
+    raw_lines, code_lines = raw.split("\n"), code.split("\n")
+    out, covered = [], False
+    for n in range(first + 1, last):
+        r, c = raw_lines[n - 1].strip(), code_lines[n - 1].strip()
+        if not r:
+            covered = False
+        elif not c:
+            covered = True  # a comment line
+        elif r == c and not covered:
+            out.append((n, c))
+    return out
+
+
 def analyse(src=SRC):
     files = {}
     exported = exported_names(src)
+    problems = []
     for path in sorted(src.rglob("*.c")):
         rel = path.relative_to(src).as_posix()
-        code = strip(path.read_text())
+        raw = path.read_text()
+        code = strip(raw)
         entry = {"grouped": [], "shared": [], "tls": [], "apart": [], "loose": [], "const": []}
         bodies = []
-        found = [(line, name, kind) for line, stmt in top_level_statements(code, bodies)
-                 for name, kind in objects(stmt, exported)]
+        found = []
+        for line, stmt in top_level_statements(code, bodies):
+            for name, kind in objects(stmt, exported):
+                found.append((line, name, kind))
+                if kind == "grouped" and rel not in ALLOWED:
+                    for n, text in uncommented_fields(raw, code, line, stmt):
+                        problems.append(f"src/{rel}:{n}: a field of {name} without a comment "
+                                        f"(who writes it, under which lock): {text}")
         # A static inside a function is state too (only its name's scope is smaller).
         found += [(line, name + " (in a function)", kind)
                   for line, name, kind in local_statics(bodies, exported)]
@@ -354,7 +397,6 @@ def analyse(src=SRC):
                 kind = "apart"
             entry[kind].append((line, name))
         files[rel] = entry
-    problems = []
     for rel, e in files.items():
         if e["loose"] and rel not in ALLOWED:
             for line, name in e["loose"]:

@@ -561,9 +561,10 @@ static struct rule compute_rule(const struct module *m, uintptr_t pc) {
 struct cache_entry {
     _Atomic uint64_t pc, rule, check;
 };
-/* The rule cache's state: entries written by any thread, lock-free (the check word tells
- * a torn entry). */
+/* The rule cache's state. */
 static struct {
+    /* pc -> rule: entries written by any thread, lock-free (the check word tells a torn
+     * entry); emptied by cache_flush */
     struct cache_entry cache[CACHE_SIZE];
 } rule_cache_state;
 
