@@ -104,7 +104,8 @@ static struct keep_slot *slot_for(size_t len, uintptr_t *victim_at, size_t *vict
  * none of its neighbours): only while mappings are plenty. Guard markers are needed too:
  * without them every freed object already costs a PROT_NONE mapping. */
 static bool keep_usable(size_t len) {
-    return keep_state.area && len > KEEP_MIN && len <= keep_state.window && os_guards_usable() && maplimit_plenty();
+    return keep_state.area && len > KEEP_MIN && len <= keep_state.window && os_guards_usable() &&
+           maplimit_plenty();
 }
 
 bool keep_put(uintptr_t a, size_t len) {

@@ -285,7 +285,8 @@ static bool next_window(size_t need) {
  * only every 64th call and no scan: malloc then fails fast with ENOMEM instead of paying a
  * sweep on every call. */
 static bool find_window(size_t need) {
-    bool retry = atomic_load(&reclaim_state.freed_chunks) != reclaim_state.failed_at || need < reclaim_state.failed_need;
+    bool retry = atomic_load(&reclaim_state.freed_chunks) != reclaim_state.failed_at ||
+                 need < reclaim_state.failed_need;
     if (!retry && (reclaim_state.hopeless_calls++ & 63))
         return false;
     uintptr_t bump = atomic_load(&oscar_region.bump);

@@ -382,8 +382,10 @@ void views_fork_prepare(void) {
     while (atomic_load(&views_state.inflight))
         __builtin_ia32_pause();
     views_state.fork_err = os_memfd("oscar-arena", &views_state.child_fd);
-    if (!views_state.fork_err && (views_state.fork_err = os_ftruncate(views_state.child_fd, views_state.file_len)) == 0)
-        views_state.fork_err = os_copy_file(views_state.arena_fd, views_state.child_fd, atomic_load(&views_state.file_bump));
+    if (!views_state.fork_err &&
+        (views_state.fork_err = os_ftruncate(views_state.child_fd, views_state.file_len)) == 0)
+        views_state.fork_err = os_copy_file(views_state.arena_fd, views_state.child_fd,
+                                            atomic_load(&views_state.file_bump));
 }
 
 void views_fork_parent(void) {
@@ -417,7 +419,8 @@ void views_fork_child(void) {
                 break;
             q += OSCAR_PAGE;
         }
-        int err = os_map_shadow((void *)p, q - p, views_state.child_fd, (c - ARENA_CANON) << OSCAR_PAGE_SHIFT, 0);
+        int err = os_map_shadow((void *)p, q - p, views_state.child_fd,
+                                (c - ARENA_CANON) << OSCAR_PAGE_SHIFT, 0);
         if (err)
             report_fatal("fork: cannot remap the custom-allocator arenas in the child", err);
         p = q;

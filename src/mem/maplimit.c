@@ -120,7 +120,8 @@ void maplimit_add(long delta) {
     if (delta > 0)
         stats_raise_peak(STAT_PEAK_MAPPINGS_ESTIMATE, (uint64_t)now);
     long abs_delta = delta < 0 ? -delta : delta;
-    long changed = atomic_fetch_add_explicit(&maplimit_state.changes, abs_delta, memory_order_relaxed) + abs_delta;
+    long changed =
+        atomic_fetch_add_explicit(&maplimit_state.changes, abs_delta, memory_order_relaxed) + abs_delta;
     if (now >= atomic_load_explicit(&maplimit_state.next_recount, memory_order_relaxed) ||
         (delta < 0 && atomic_load_explicit(&maplimit_state.degraded, memory_order_relaxed) &&
          now < maplimit_state.soft_limit - HYSTERESIS))

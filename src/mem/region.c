@@ -156,7 +156,8 @@ uintptr_t region_take(size_t len, size_t align) {
         uintptr_t start = align_up(cur, align < OSCAR_PAGE ? OSCAR_PAGE : align);
         uintptr_t end = atomic_load_explicit(&region_state.region_top, memory_order_relaxed);
         if (start + len < start || start + len > end)
-            return region_state.hooks.recycle ? region_state.hooks.recycle(len, align) : 0; /* used up: old addresses, or 0 */
+            /* used up: old addresses, or 0 */
+            return region_state.hooks.recycle ? region_state.hooks.recycle(len, align) : 0;
         if (atomic_compare_exchange_strong_explicit(&oscar_region.bump, &cur, start + len,
                                                     memory_order_seq_cst, memory_order_relaxed)) {
             /* region_shrink lowered the top meanwhile: these addresses are not ours. */
@@ -178,7 +179,8 @@ uintptr_t region_take(size_t len, size_t align) {
 void region_set_shrink_hook(void (*hook)(uintptr_t new_end)) { region_state.shrink_hook = hook; }
 
 uint64_t region_unused(void) {
-    uintptr_t t = atomic_load(&region_state.region_top), b = align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN);
+    uintptr_t t = atomic_load(&region_state.region_top),
+              b = align_up(atomic_load(&oscar_region.bump), HUGE_ALIGN);
     uint64_t gaps = 0;
     for (unsigned i = 0; i < atomic_load(&region_state.n_big_gaps) && i < MAX_BIG_GAPS; i++)
         gaps += region_state.big_gaps[i].hi - region_state.big_gaps[i].lo;
@@ -191,7 +193,8 @@ void region_shrink(uint64_t keep) {
     if (!atomic_flag_test_and_set(&region_state.gaps_given_back)) {
         unsigned n = atomic_load(&region_state.n_big_gaps);
         for (unsigned i = 0; i < n && i < MAX_BIG_GAPS; i++) {
-            uintptr_t lo = align_up(region_state.big_gaps[i].lo, REGION_CHUNK), hi = region_state.big_gaps[i].hi & ~(REGION_CHUNK - 1);
+            uintptr_t lo = align_up(region_state.big_gaps[i].lo, REGION_CHUNK),
+                      hi = region_state.big_gaps[i].hi & ~(REGION_CHUNK - 1);
             if (hi > lo)
                 os_unmap((void *)lo, hi - lo);
         }

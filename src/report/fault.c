@@ -182,7 +182,8 @@ static void on_fault(int sig, siginfo_t *si, void *ucv) {
     if (fault_state.recover_hook)
         fault_state.recover_hook(); /* (jumps back to a guarded read in progress; else returns) */
     uintptr_t addr = (uintptr_t)si->si_addr;
-    if ((region_contains(addr) || (fault_state.claim_hook && fault_state.claim_hook(addr))) && si->si_code > 0) {
+    if ((region_contains(addr) || (fault_state.claim_hook && fault_state.claim_hook(addr))) &&
+        si->si_code > 0) {
         ucontext_t *uc = ucv;
         struct fault_job j = {
             .addr = addr,

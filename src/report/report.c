@@ -20,7 +20,9 @@ static struct {
 
 void report_set_record_hook(struct obj_record *(*record)(uintptr_t)) { report_state.record_hook = record; }
 
-void report_set_describe_hook(struct object_info (*describe)(uintptr_t)) { report_state.describe_hook = describe; }
+void report_set_describe_hook(struct object_info (*describe)(uintptr_t)) {
+    report_state.describe_hook = describe;
+}
 void report_set_view_origin_hook(uintptr_t (*origin)(uintptr_t)) { report_state.view_origin_hook = origin; }
 
 struct object_info report_describe(uintptr_t addr) {

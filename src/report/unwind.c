@@ -66,8 +66,10 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
     int n = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
     const char *name = info->dlpi_name ? info->dlpi_name : "";
     for (int i = 0; i < n; i++) {
-        if (modules_state.modules[i].lo == lo && modules_state.modules[i].hi == hi && modules_state.modules[i].bias == info->dlpi_addr &&
-            modules_state.modules[i].eh_hdr == eh && (!*name || !strncmp(modules_state.modules[i].path, name, MODULE_PATH_MAX - 1)) &&
+        if (modules_state.modules[i].lo == lo && modules_state.modules[i].hi == hi &&
+            modules_state.modules[i].bias == info->dlpi_addr &&
+            modules_state.modules[i].eh_hdr == eh &&
+            (!*name || !strncmp(modules_state.modules[i].path, name, MODULE_PATH_MAX - 1)) &&
             !atomic_load_explicit(&modules_state.module_gone[i], memory_order_relaxed)) {
             modules_state.seen_now[i] = true;
             return 0;
@@ -119,7 +121,8 @@ static void rebuild(void) {
 
 void module_refresh(bool force) {
     uint64_t now = os_monotonic_ns();
-    if (!force && now - atomic_load_explicit(&refresh_state.last_refresh_ns, memory_order_relaxed) < REFRESH_EVERY_NS &&
+    if (!force &&
+        now - atomic_load_explicit(&refresh_state.last_refresh_ns, memory_order_relaxed) < REFRESH_EVERY_NS &&
         atomic_load_explicit(&modules_state.module_count, memory_order_relaxed) != 0)
         return;
     if (atomic_flag_test_and_set_explicit(&refresh_state.refreshing, memory_order_acquire))
@@ -250,7 +253,8 @@ done:
     int before = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
     add_module(&info, sizeof info, NULL);
     int after = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
-    return after > before && pc - modules_state.modules[after - 1].lo < modules_state.modules[after - 1].hi - modules_state.modules[after - 1].lo
+    return after > before && pc - modules_state.modules[after - 1].lo <
+                                 modules_state.modules[after - 1].hi - modules_state.modules[after - 1].lo
                ? &modules_state.modules[after - 1]
                : NULL;
 }
@@ -598,7 +602,8 @@ __attribute__((noinline)) static struct rule rule_slow(uintptr_t pc, bool may_re
 
 static void cache_flush(void) {
     for (size_t i = 0; i < CACHE_SIZE; i++)
-        atomic_store_explicit(&rule_cache_state.cache[i].check, 0, memory_order_relaxed); /* never a valid check */
+        /* (0: never a valid check) */
+        atomic_store_explicit(&rule_cache_state.cache[i].check, 0, memory_order_relaxed);
 }
 
 void unwind_after_fork(void) {
