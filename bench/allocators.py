@@ -68,7 +68,11 @@ EXTRA = [
     Allocator("oscar-strict", OSCAR, {"OSCAR_MODE": "strict"}, note="OSCAR_MODE=strict"),
     Allocator("oscar-protect", OSCAR, {"OSCAR_MODE": "protect"},
               note="OSCAR_MODE=protect: poison + quarantine, conservative mark, reuse what no "
-                   "pointer reaches (issue 17)"),
+                   "pointer reaches (issue 17); marks concurrent where the kernel can track "
+                   "writes (Linux 6.7+)"),
+    Allocator("oscar-protect-stop", OSCAR, {"OSCAR_MODE": "protect", "OSCAR_MARK": "stop"},
+              note="protect mode, every mark with the world stopped (OSCAR_MARK=stop: what "
+                   "kernels before 6.7 get)"),
 ]
 
 # --ablation: Oscar with one optimisation at a time: the shadow batch size (OSCAR_RUN_PAGES:
