@@ -552,3 +552,19 @@ def test_ifunc_resolvers_left_alone():
     assert "%gs:" not in body
     body = out[out.index("hook:"):out.index(".size\thook")]
     assert "%gs:" in body
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+def test_gdb_with_patched_path(oscar, tmp_path):
+    """gdb cannot resume a program whose GS base is the (negative) offset: ptrace refuses to
+    write it back. With OSCAR_PSS_GS=patch the base is in the user half and gdb works."""
+    prog = build(oscar, tmp_path, "attack.c", "O2", "check")
+    cmd = ["gdb", "-q", "-batch", "-ex", "break main", "-ex", "run 16", "-ex", "continue",
+           str(prog)]
+    stuck = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=120)
+    if _hwcap2() & 2:
+        assert "Couldn't write registers" in stuck.stdout, stuck.stdout
+    ok = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                        timeout=120, env=PATCH_ENV)
+    assert "exited normally" in ok.stdout and "Couldn't write" not in ok.stdout, ok.stdout
