@@ -356,11 +356,20 @@ __attribute__((visibility("default"))) void __oscar_pss_gs_patch(const int32_t *
     if (gs_state != GS_PATCHED || start >= stop)
         return;
     pthread_mutex_lock(&shadows_lock);
+    /* Only the sites still to patch: the executable's are patched by its preinit entry
+     * already when its own first constructor registers them again, and its code must not
+     * lose PROT_EXEC then (a thread a library's constructor started may be running it). */
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     for (const int32_t *e = start; e < stop; e++) {
         uintptr_t at = (uintptr_t)e + (uintptr_t)(intptr_t)*e;
+        if (((const unsigned char *)at)[0] == 0xe8)
+            continue;
         lo = at < lo ? at : lo;
         hi = at + 6 > hi ? at + 6 : hi;
+    }
+    if (hi == 0) {
+        pthread_mutex_unlock(&shadows_lock);
+        return;
     }
     lo &= ~(PAGE - 1);
     hi = (hi + PAGE - 1) & ~(PAGE - 1);
