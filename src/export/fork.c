@@ -1,9 +1,7 @@
 /* fork: the canonical heap is MAP_SHARED, so a forked child would share every small object
- * with its parent. Before fork we make an empty copy and list the heap's stretches of data;
- * after fork the parent and the child copy them in the kernel in pieces (holes stay holes),
- * the child once it has remapped every run of shadows onto the copy, one mmap per kernel
- * mapping (runs of consecutive canonical pages at consecutive addresses), not one per object.
- * (Without the handshake page below, the copy is made before fork, by the parent alone.)
+ * with its parent. Before fork we copy the memfd in the kernel (holes stay holes); in the
+ * child we remap every run of shadows onto the copy, one mmap per kernel mapping (runs of
+ * consecutive canonical pages at consecutive addresses), not one per object.
  *
  * Lock order (prepare takes them top to bottom, parent and child release bottom to top):
  *   1. thread registry, 2. fallback cache, 3. class pools in class order, 4. empty-span
@@ -35,7 +33,6 @@
 #include "heap/views.h"
 #include "mem/canon.h"
 #include "os/os.h"
-#include "os/filecopy.h"
 #include "heap/deferred.h"
 #include "heap/reclaim.h"
 #include "mem/region.h"
@@ -71,20 +68,10 @@ static bool registered; /* fork_init ran: these handlers are the mode's (not pro
  * only by a failure. */
 struct fork_sync {
     _Atomic uint32_t word;
-    /* The heap's copy, made after fork by both processes (canon_fork_prepare with `later`):
-     * chunks [0, chunks) are claimed from `next` by either, `done` counts those copied (a
-     * futex word), `err` keeps the first error. The parent starts once the child has
-     * reached its handler (glibc's fork then has reset the child's stdio locks, which the
-     * copy so keeps), the child once its shadows are remapped. */
-    _Atomic uint32_t done;
-    _Atomic uint32_t err;
-    _Atomic uint64_t next;
-    uint64_t chunks;
 };
 #define SYNC_DONE 0x80000000u
 static struct fork_sync *sync_page;
 static int saved_errno;
-static int parent_pid; /* the forking process: a child helping with its copy watches it */
 
 static void sync_prepare(void) {
     if (!sync_page) {
@@ -102,48 +89,6 @@ static void sync_child_started(void) {
         atomic_store(&sync_page->word, (uint32_t)os_getpid());
         os_futex_wake_shared(&sync_page->word, 1);
     }
-}
-
-/* Copy chunks of the heap until none is left to claim. */
-static void copy_chunks(void) {
-    uint64_t n = sync_page->chunks;
-    for (;;) {
-        uint64_t c = atomic_fetch_add(&sync_page->next, 1);
-        if (c >= n)
-            return;
-        int err = canon_fork_copy_chunk(c);
-        uint32_t none = 0;
-        if (err)
-            atomic_compare_exchange_strong(&sync_page->err, &none, (uint32_t)err);
-        if (atomic_fetch_add(&sync_page->done, 1) + 1 == n)
-            os_futex_wake_shared(&sync_page->done, 1);
-    }
-}
-
-/* The child: wait until the parent has copied every chunk. If the parent dies meanwhile (its
- * chunk may be half copied), copy everything here: nothing writes to its heap any more. (The
- * child does not copy chunks alongside the parent: writes to one memfd take its inode's lock,
- * so two copiers only take turns, and measured slower than one.) */
-static int child_copy(void) {
-    if (!sync_page || !sync_page->chunks)
-        return 0;
-    uint64_t n = sync_page->chunks, start = os_monotonic_ns();
-    for (;;) {
-        uint32_t d = atomic_load(&sync_page->done);
-        if (d >= n)
-            break;
-        int ppid = os_parent_pid();
-        if ((ppid != parent_pid && ppid != 0) || os_monotonic_ns() - start > 60000000000u) {
-            for (uint64_t c = 0; c < n; c++) {
-                int err = canon_fork_copy_chunk(c);
-                if (err)
-                    return err;
-            }
-            return 0;
-        }
-        os_futex_wait_shared(&sync_page->done, d, 10000000);
-    }
-    return (int)atomic_load(&sync_page->err);
 }
 
 /* From here on the child touches none of the parent's memory: the parent may go on. */
@@ -166,28 +111,6 @@ static void sync_wait_child(pid_t child) {
     if (!sync_page || failed)
         return;
     uint64_t start = os_monotonic_ns();
-    if (sync_page->chunks) {
-        /* Copy with the child once it runs (after a second, or once it is gone, alone: a
-         * child that starts later still finds a whole copy). */
-        for (;;) {
-            uint32_t w = atomic_load(&sync_page->word);
-            if (w != 0 || os_monotonic_ns() - start > 1000000000u ||
-                (child && os_child_gone(child)))
-                break;
-            os_futex_wait_shared(&sync_page->word, w, 10000000);
-        }
-        copy_chunks();
-        for (;;) {
-            uint32_t d = atomic_load(&sync_page->done), w = atomic_load(&sync_page->word);
-            if (d >= sync_page->chunks)
-                break;
-            /* A chunk the child took is not done: only its end can stop the wait. */
-            int pid = child ? child : (int)(w & ~SYNC_DONE);
-            if (pid && os_child_gone(pid))
-                return;
-            os_futex_wait_shared(&sync_page->done, d, 10000000);
-        }
-    }
     for (;;) {
         uint32_t w = atomic_load(&sync_page->word);
         if (w & SYNC_DONE)
@@ -259,15 +182,7 @@ static void prepare(void) {
     if (world_stopped)
         save_stdio_locks();
     sync_prepare();
-    uint64_t chunks = 0;
-    copy_err = canon_fork_prepare(sync_page != NULL, &chunks);
-    if (sync_page) {
-        atomic_store(&sync_page->done, 0);
-        atomic_store(&sync_page->err, 0);
-        atomic_store(&sync_page->next, 0);
-        sync_page->chunks = copy_err ? 0 : chunks;
-    }
-    parent_pid = os_getpid();
+    copy_err = canon_fork_prepare();
 }
 
 static void parent_of(pid_t child) {
@@ -348,9 +263,6 @@ static void child_common(bool libc_fork) {
         reguard(p, q);
         p = q;
     }
-    if ((copy_err = child_copy()) != 0)
-        report_fatal("fork: cannot copy the canonical heap for the child", copy_err);
-    canon_fork_child_copied();
     views_fork_child(); /* custom-allocator arenas and views (api.h) */
     sync_child_done();
     stats_add(STAT_FORKS, 1);

@@ -9,7 +9,6 @@
 #include "mem/region.h"
 #include "base/options.h"
 #include "os/os.h"
-#include "os/filecopy.h"
 #include "base/size_class.h"
 #include "base/stats.h"
 
@@ -532,30 +531,15 @@ void canon_shrink(uint64_t keep) {
         os_ftruncate(oscar_canon.fd, pages << OSCAR_PAGE_SHIFT);
 }
 
-/* ---- fork (export/fork.c). The child gets a private copy of the canonical heap: a new
- * memfd (or, without a descriptor or under a small RLIMIT_FSIZE, a new anonymous shared
- * object) made in prepare and mapped at `copy.map`. The child moves it over its window and
- * aliases its shadows from there; no descriptor is needed. The bytes are copied in the kernel
- * (copy_file_range), data only: prepare lists the stretches of data of the heap's memfd
- * (SEEK_DATA/SEEK_HOLE, one pass), cut into pieces of at most FORK_PIECE bytes, and copies
- * them at once, or leaves them to the parent and the child to copy at the same time after
- * fork (fork.c hands them out; every other thread of the parent stays parked until the copy
- * is done, so the heap's file does not change under it). */
-#define FORK_PIECE (4ULL << 20)
-#define FORK_PIECES_MAX 65536
+/* ---- fork (export/fork.c). The child gets a private copy of the canonical heap, made
+ * before fork while every other thread is parked: a new memfd (or, without a descriptor or
+ * under a small RLIMIT_FSIZE, a new anonymous shared object) mapped at `copy`. The child
+ * moves it over its window and aliases its shadows from there; no descriptor is needed. */
 static struct {
-    int fd;          /* the copy's memfd; -1: an anonymous shared object */
+    int fd;
     uint64_t dev, ino;
-    uintptr_t map;   /* where the copy is mapped in the parent */
-    uintptr_t to_map; /* without a memfd, pieces are read to here: map, or the child's window */
-    int src;         /* the heap's memfd while pieces are left to copy after fork; else -1 */
-} copy = {-1, 0, 0, 0, 0, -1};
-/* The pieces to copy: byte ranges of the heap's memfd, in private memory (the child
- * inherits the list). Made once, at the first fork, and kept. */
-static struct piece {
-    uint64_t from, to;
-} *pieces;
-static uint64_t npieces;
+    uintptr_t map;
+} copy = {-1, 0, 0, 0};
 
 static bool all_zero(const uint64_t *w, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -587,87 +571,41 @@ static void copy_from_window(void) {
     }
 }
 
-/* Copy [from, to) of the heap's memfd `src` into the copy. */
-static int copy_range(int src, uint64_t from, uint64_t to) {
+/* Copy [0, len) of the heap's memfd into the copy, data ranges only. */
+static int copy_from_fd(uint64_t len) {
     if (copy.fd >= 0)
-        return os_copy_range(src, copy.fd, from, to);
-    return os_read_range(src, (void *)copy.to_map, from, to);
-}
-
-/* Copy the stretches of data of [from, len) of the heap's memfd `fd`. */
-static int copy_data(int fd, uint64_t from, uint64_t len) {
-    for (uint64_t pos = from, data, hole; pos < len; pos = hole) {
-        int err = os_next_data(fd, pos, &data, &hole);
-        if (err == ENXIO || (!err && data >= len))
-            return 0;
-        if (err)
-            return err;
-        if ((err = copy_range(fd, data, hole < len ? hole : len)))
-            return err;
-    }
-    return 0;
-}
-
-/* List the stretches of data of [0, len) of the heap's memfd as pieces. Past FORK_PIECES_MAX
- * (a heap riddled with holes) the rest is copied here and now. 0 or an errno. */
-static int list_pieces(int fd, uint64_t len) {
-    npieces = 0;
-    if (!pieces) {
-        int err;
-        pieces = os_alloc_meta(FORK_PIECES_MAX * sizeof *pieces, &err);
-        if (!pieces)
-            return err;
-    }
+        return os_copy_file(oscar_canon.fd, copy.fd, len);
     for (uint64_t pos = 0, data, hole; pos < len; pos = hole) {
-        int err = os_next_data(fd, pos, &data, &hole);
-        if (err == ENXIO || (!err && data >= len))
+        int err = os_next_data(oscar_canon.fd, pos, &data, &hole);
+        if (err == ENXIO)
             return 0;
         if (err)
             return err;
+        if (data >= len)
+            return 0;
         if (hole > len)
             hole = len;
-        for (uint64_t at = data; at < hole; at += FORK_PIECE) {
-            if (npieces == FORK_PIECES_MAX)
-                return copy_data(fd, at, len);
-            pieces[npieces].from = at;
-            pieces[npieces].to = hole - at > FORK_PIECE ? at + FORK_PIECE : hole;
-            npieces++;
-        }
+        if ((err = os_pread_all(oscar_canon.fd, (void *)(copy.map + data), hole - data, data)))
+            return err;
     }
     return 0;
 }
 
-int canon_fork_prepare(bool later, uint64_t *chunks) {
-    *chunks = 0;
+int canon_fork_prepare(void) {
     uint64_t bytes = oscar_canon.max_pages << OSCAR_PAGE_SHIFT;
     int err = open_heap(bytes, &copy.fd, &copy.dev, &copy.ino, &copy.map);
     if (err)
         return err;
-    copy.to_map = copy.map;
     uint64_t used = atomic_load(&oscar_canon.next_span) * oscar_canon.span_pages;
     if (used > oscar_canon.max_pages)
         used = oscar_canon.max_pages;
-    if (!fd_is_ours()) {
+    if (fd_is_ours())
+        err = copy_from_fd(used << OSCAR_PAGE_SHIFT);
+    else
         copy_from_window();
-        return 0;
-    }
-    err = list_pieces(oscar_canon.fd, used << OSCAR_PAGE_SHIFT);
-    if (!err && later) {
-        copy.src = oscar_canon.fd;
-        *chunks = npieces;
-        return 0;
-    }
-    for (uint64_t i = 0; i < npieces && !err; i++)
-        err = copy_range(oscar_canon.fd, pieces[i].from, pieces[i].to);
     if (err)
         canon_fork_parent();
     return err;
-}
-
-int canon_fork_copy_chunk(uint64_t chunk) {
-    if (copy.src < 0 || chunk >= npieces)
-        return 0;
-    return copy_range(copy.src, pieces[chunk].from, pieces[chunk].to);
 }
 
 void canon_fork_parent(void) {
@@ -675,8 +613,8 @@ void canon_fork_parent(void) {
         os_unmap((void *)copy.map, oscar_canon.max_pages << OSCAR_PAGE_SHIFT);
     if (copy.fd >= 0)
         os_close(copy.fd);
-    copy.map = copy.to_map = 0;
-    copy.fd = copy.src = -1;
+    copy.map = 0;
+    copy.fd = -1;
 }
 
 int canon_fork_child(void) {
@@ -684,26 +622,18 @@ int canon_fork_child(void) {
                               (void *)oscar_canon.window);
     if (err)
         return err;
-    /* The parent's heap: closed once its chunks are copied (canon_fork_child_copied). */
-    if (copy.src < 0 && fd_is_ours())
-        os_close(oscar_canon.fd);
+    if (fd_is_ours())
+        os_close(oscar_canon.fd); /* the parent's heap */
     oscar_canon.fd = copy.fd;
     oscar_canon.fd_dev = copy.dev;
     oscar_canon.fd_ino = copy.ino;
     copy.map = 0;
-    copy.to_map = oscar_canon.window;
+    copy.fd = -1;
     /* The copy was mapped left out of core dumps whole: the used part is dumpable again. */
     uint64_t dump = atomic_load(&dump_pages);
     if (dump)
         os_dump((void *)oscar_canon.window, dump << OSCAR_PAGE_SHIFT, true);
     return 0;
-}
-
-void canon_fork_child_copied(void) {
-    if (copy.src >= 0)
-        os_close(copy.src);
-    copy.src = copy.fd = -1;
-    copy.to_map = 0;
 }
 
 int canon_fork_child_map(uintptr_t sh, size_t len, uint64_t first) {

@@ -119,18 +119,12 @@ void canon_span_release_memory(struct span *s);
 void canon_shrink(uint64_t keep);
 uint64_t canon_unused(void);
 /* fork (export/fork.c): prepare makes the child's private copy of the heap (0 or an errno;
- * nothing left to undo on error): at once, or, with `later`, only creates it and says in
- * *chunks how many chunks are left to copy after fork (0: none); canon_fork_copy_chunk copies
- * one (0 or an errno), in the parent or in the child, each chunk once. The parent then drops
- * the copy; the child moves it in place of its window (0 or an errno), maps each run of
- * shadows from it, and once every chunk is copied lets go of the parent's heap
- * (canon_fork_child_copied). No step needs a free descriptor or the heap's own (a memfd is
- * used when there is one). */
-int canon_fork_prepare(bool later, uint64_t *chunks);
-int canon_fork_copy_chunk(uint64_t chunk);
+ * nothing left to undo on error); the parent then drops it; the child moves it in place of
+ * its window (0 or an errno), then maps each run of shadows from it. No step needs a free
+ * descriptor or the heap's own (a memfd is used when there is one). */
+int canon_fork_prepare(void);
 void canon_fork_parent(void);
 int canon_fork_child(void);
-void canon_fork_child_copied(void);
 int canon_fork_child_map(uintptr_t sh, size_t len, uint64_t first);
 /* fork.c takes these in order: class pools (ascending), the empty list, reuse pools. */
 void canon_lock_all(void);

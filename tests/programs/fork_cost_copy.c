@@ -1,7 +1,7 @@
-/* fork's copy of the heap, made in pieces by the parent and the child at once: every byte
- * of every live object reaches the child (48 MB of 1000-byte objects, more than one piece,
- * with freed stretches between them), the child's writes stay in the child, and the same
- * holds for a grandchild (a copy of a copy) and for _Fork(). */
+/* fork's copy of the heap: every byte of every live object reaches the child (48 MB of
+ * 1000-byte objects, with freed stretches between them: holes in the heap's file), the
+ * child's writes stay in the child, and the same holds for a grandchild (a copy of a copy)
+ * and for _Fork(). */
 #define _GNU_SOURCE
 #include <sys/wait.h>
 #include <unistd.h>
