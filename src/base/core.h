@@ -55,6 +55,9 @@
  *                     TLS, the program's own mappings (scan/roots.h).
  *   world stop        Parking every other thread at a safe point with its registers saved
  *                     (scan/world.h): the mark and fork use it.
+ *   concurrent mark   Protect mode: a mark run by Oscar's own thread while the program runs;
+ *                     the pages written meanwhile are listed by a write tracker (os/wtrack.h)
+ *                     and read again, the last ones with the world stopped briefly.
  *   hook              A function pointer a lower layer calls and a higher layer registers at
  *                     init, so that no include points up (src/README.md).
  *   lock rank         Every lock's place in the one order locks are taken in (base/lock.h).
@@ -62,7 +65,7 @@
  * Types (where declared)
  *   oscar_api_v1 (base/api_abi.h), fmt (base/fmt.h), lock_rank (base/lock.h),
  *   option_id (base/options.h), stat_id (base/stats.h), msg_id (base/messages.h),
- *   os_call_kind (os/os.h),
+ *   os_call_kind (os/os.h), wtrack, wtrack_run (os/wtrack.h),
  *   region, region_hooks, page_kind (mem/region.h), span, span_state, canon (mem/canon.h),
  *   page_view (mem/mapview.h), object_info, object_state, report_caller, alloc_kind
  *   (report/report.h), obj_record (report/stack.h), dwarf_frame (report/dwarf.h), module,
