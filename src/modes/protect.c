@@ -19,8 +19,11 @@
 #pragma weak world_init
 
 int protect_mode_state;
-/* OSCAR_ALLOC_DEALLOC_MISMATCH, OSCAR_NEW_DELETE_TYPE_MISMATCH. */
-static bool check_kind, check_size;
+/* Protect mode's own state. */
+static struct {
+    /* OSCAR_ALLOC_DEALLOC_MISMATCH, OSCAR_NEW_DELETE_TYPE_MISMATCH: set once at init */
+    bool check_kind, check_size;
+} protect_state;
 
 #define MODE_PROTECT 2 /* index of "protect" in OSCAR_MODE's choices (base/options.def) */
 
@@ -45,8 +48,8 @@ bool protect_select(void) {
             report_fatal("protect mode: cannot set up stop-the-world", ENOMEM);
         mark_init();
         fault_init();
-        check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;
-        check_size = options_int(OPT_NEW_DELETE_TYPE_MISMATCH) != 0;
+        protect_state.check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;
+        protect_state.check_size = options_int(OPT_NEW_DELETE_TYPE_MISMATCH) != 0;
         int serr = sample_init();
         if (serr)
             sample_off_warning(serr);
@@ -132,20 +135,20 @@ static void check_and_forget_kind(void *p, enum alloc_kind as, enum report_calle
     if (!ph_take_kind(p, &k, &requested))
         return; /* (not a live object's start: ph_free reports it) */
     uintptr_t a = (uintptr_t)p;
-    if (check_kind && k != as)
+    if (protect_state.check_kind && k != as)
         report_kind_mismatch(a, ph_describe(a), (enum alloc_kind)k, as, who);
-    if (sized && check_size && size != requested)
+    if (sized && protect_state.check_size && size != requested)
         report_size_mismatch(a, ph_describe(a), requested, size, true);
 }
 
 void protect_note_kind(void *p, enum alloc_kind kind) {
-    if (p && check_kind && ph_contains((uintptr_t)p))
+    if (p && protect_state.check_kind && ph_contains((uintptr_t)p))
         ph_set_kind(p, kind);
 }
 
 void protect_delete(void *p, enum alloc_kind as, bool sized, size_t size) {
     if (p && ph_contains((uintptr_t)p) &&
-        ((as != KIND_MALLOC && check_kind) || (sized && check_size) ||
+        ((as != KIND_MALLOC && protect_state.check_kind) || (sized && protect_state.check_size) ||
          atomic_load_explicit(&ph_kinds_used, memory_order_relaxed)))
         check_and_forget_kind(p, as, CALL_FREE, sized, size);
     protect_free(p, CALL_FREE);
