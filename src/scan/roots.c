@@ -140,14 +140,23 @@ static int find_stacks_line(const struct maps_line *m, void *argv) {
     return 0;
 }
 
-static char stacks_buf[MAPS_BUF];
+/* roots' buffers and flags (the walk itself is walk_state, below; guard is per thread). */
+static struct {
+    char stacks_buf[MAPS_BUF];     /* maps_find_stacks: the stopper, world stopped */
+    char roots_buf[MAPS_BUF];      /* roots_for_each: the marking thread, one walk at a time */
+    /* touched_pages, during a walk (as roots_buf): one byte per page (bit 0), and
+     * /proc/self/pagemap's words */
+    unsigned char mincore_vec[4096];
+    uint64_t pagemap_vec[512];
+    atomic_bool hook_set;          /* the fault hook is registered: atomic, set once */
+} roots_state;
 
 void maps_find_stacks(struct world_thread *const *t, size_t n) {
     struct stacks_arg a = {t, n};
     for (size_t i = 0; i < n; i++)
         t[i]->stack_lo = t[i]->stack_hi = 0;
     if (n)
-        maps_each(stacks_buf, find_stacks_line, &a);
+        maps_each(roots_state.stacks_buf, find_stacks_line, &a);
 }
 
 /* ---- Roots */
@@ -168,9 +177,6 @@ struct walk {
     char name[64];
 };
 
-static unsigned char mincore_vec[4096];
-static uint64_t pagemap_vec[512];
-
 /* Which pages of [first, first + pages * 4 KiB) may hold a pointer, one byte each in
  * mincore_vec (bit 0). Private memory: pages present or swapped out (/proc/self/pagemap): a
  * page never touched holds nothing, but a swapped-out page may hold the only pointer, and
@@ -178,15 +184,17 @@ static uint64_t pagemap_vec[512];
  * page written through another mapping or by write() lies. 0, or -errno. */
 static int touched_pages(struct walk *w, uintptr_t first, size_t pages) {
     if (w->shared || w->pagemap_fd < 0)
-        return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, mincore_vec);
+        return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, roots_state.mincore_vec);
     for (size_t done = 0; done < pages;) {
         size_t n = pages - done < 512 ? pages - done : 512;
         uint64_t off = ((first >> OSCAR_PAGE_SHIFT) + done) * sizeof(uint64_t);
-        long got = os_pread(w->pagemap_fd, pagemap_vec, n * sizeof(uint64_t), off);
+        long got = os_pread(w->pagemap_fd, roots_state.pagemap_vec, n * sizeof(uint64_t), off);
         if (got < (long)(n * sizeof(uint64_t)))
-            return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, mincore_vec);
+            return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT,
+                              roots_state.mincore_vec);
         for (size_t i = 0; i < n; i++)
-            mincore_vec[done + i] = (unsigned char)((pagemap_vec[i] >> 62) & 3 ? 1 : 0);
+            roots_state.mincore_vec[done + i] =
+                (unsigned char)((roots_state.pagemap_vec[i] >> 62) & 3 ? 1 : 0);
         done += n;
     }
     return 0;
@@ -198,20 +206,20 @@ static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind 
     uintptr_t first = lo & ~(OSCAR_PAGE - 1);
     while (first < hi) {
         size_t pages = (align_up(hi, OSCAR_PAGE) - first) >> OSCAR_PAGE_SHIFT;
-        if (pages > sizeof mincore_vec)
-            pages = sizeof mincore_vec;
+        if (pages > sizeof roots_state.mincore_vec)
+            pages = sizeof roots_state.mincore_vec;
         uintptr_t end = first + (pages << OSCAR_PAGE_SHIFT);
         if (touched_pages(w, first, pages) != 0) {
             first = end; /* unmapped meanwhile: nothing to read */
             continue;
         }
         for (size_t i = 0; i < pages;) {
-            if (!(mincore_vec[i] & 1)) {
+            if (!(roots_state.mincore_vec[i] & 1)) {
                 i++;
                 continue;
             }
             size_t j = i + 1;
-            while (j < pages && (mincore_vec[j] & 1))
+            while (j < pages && (roots_state.mincore_vec[j] & 1))
                 j++;
             uintptr_t a = first + (i << OSCAR_PAGE_SHIFT), b = first + (j << OSCAR_PAGE_SHIFT);
             if (a < lo)
@@ -338,7 +346,6 @@ static int root_line(const struct maps_line *m, void *argv) {
     return 0;
 }
 
-static char roots_buf[MAPS_BUF];
 /* In liboscar.so's .data (initialised): finds our own writable mappings. */
 static volatile uintptr_t own_marker = 1;
 static struct walk walk_state; /* (the world is stopped: one walk at a time) */
@@ -361,7 +368,7 @@ __attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
     w->own_lo = (uintptr_t)&own_marker;
     long pm = os_open_read("/proc/self/pagemap");
     w->pagemap_fd = pm >= 0 ? (int)pm : -1;
-    int err = maps_each(roots_buf, root_line, w);
+    int err = maps_each(roots_state.roots_buf, root_line, w);
     if (w->pagemap_fd >= 0)
         os_close(w->pagemap_fd);
     __asm__ volatile("" : : "r"(&regs) : "memory");
@@ -371,7 +378,6 @@ __attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
 /* ---- Guarded reads */
 
 static __thread sigjmp_buf *guard __attribute__((tls_model("initial-exec")));
-static atomic_bool hook_set;
 
 static void recover(void) {
     sigjmp_buf *jb = guard;
@@ -383,9 +389,9 @@ static void recover(void) {
 
 int roots_read_guarded(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), uintptr_t lo,
                        uintptr_t hi, void *arg) {
-    if (!atomic_load_explicit(&hook_set, memory_order_acquire)) {
+    if (!atomic_load_explicit(&roots_state.hook_set, memory_order_acquire)) {
         fault_set_recover_hook(recover);
-        atomic_store(&hook_set, true);
+        atomic_store(&roots_state.hook_set, true);
     }
     sigjmp_buf jb;
     /* No mask saved: the fault handler blocks nothing (SA_NODEFER, empty mask), so the mask
