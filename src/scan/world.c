@@ -58,67 +58,74 @@ struct slot {
 /* All of world's state. The stopper writes it under the world lock; the handler reads the
  * table and writes only its own slot. */
 static struct {
-    oscar_lock lock;
-    int sig;                   /* the park signal */
-    atomic_bool ready;         /* world_init done */
+    oscar_lock lock;           /* the world lock: world_stop takes it, world_resume releases */
+    int sig;                   /* the park signal (constant) */
+    atomic_bool ready;         /* world_init done (set once, under the world lock) */
     _Atomic uint32_t epoch;    /* stops so far */
     _Atomic uint32_t resumed;  /* futex: == epoch once the parked threads may go */
     _Atomic uint32_t nparked;  /* futex: parked in this epoch */
     _Atomic uint32_t nexpect;  /* asked in this epoch and not gone: the stopper waits for
                                 * nparked == nexpect, and only the parker that gets there wakes
                                 * it (one wake-up per stop, not one per thread) */
-    atomic_bool stopping;
+    atomic_bool stopping;      /* a stop is in progress: the stopper, release; the handler
+                                * reads it (acquire) */
     _Atomic uint32_t failed_stops; /* stops that gave up: their requests may come late */
     atomic_bool stacks_known;  /* stack_lo/hi filled in (lazily, world_thread_at) */
+    /* The tables, mapped once by world_init (under the world lock): */
     struct slot *slots;        /* [WORLD_MAX] */
     _Atomic int32_t *hash;     /* [WORLD_HASH]: slot index + 1, or 0 */
     size_t n;                  /* slots used in this epoch */
     struct world_thread **parked; /* [WORLD_MAX]: the parked ones, for world_thread_at */
-    size_t nparked_list;
+    size_t nparked_list;       /* entries of parked (the stopper, world stopped) */
     struct sigaction program;  /* what the program believes is installed for sig */
-    char dents[32768];         /* getdents64 buffer (stopper only) */
-    char status[4096];         /* a thread's /proc status (stopper only) */
-} W = {.lock = OSCAR_LOCK_INIT(WORLD), .sig = SIGPWR};
+} world_state = {.lock = OSCAR_LOCK_INIT(WORLD), .sig = SIGPWR};
+
+/* The stopper's buffers, apart from world_state (a zero table in .bss, not in .data with
+ * world_state's initialised fields). */
+static struct {
+    char dents[32768];         /* getdents64 buffer (stopper only, under the world lock) */
+    char status[4096];         /* a thread's /proc status (stopper only, under the world lock) */
+} world_buf_state;
 
 static size_t hash_of(int32_t tid) { return ((uint32_t)tid * 2654435761u) % WORLD_HASH; }
 
 static struct slot *lookup(int32_t tid) {
     for (size_t h = hash_of(tid), i = 0; i < WORLD_HASH; i++, h = (h + 1) % WORLD_HASH) {
-        int32_t v = atomic_load_explicit(&W.hash[h], memory_order_acquire);
+        int32_t v = atomic_load_explicit(&world_state.hash[h], memory_order_acquire);
         if (v == 0)
             return NULL;
-        if (W.slots[v - 1].t.tid == tid)
-            return &W.slots[v - 1];
+        if (world_state.slots[v - 1].t.tid == tid)
+            return &world_state.slots[v - 1];
     }
     return NULL;
 }
 
 /* Adds tid (stopper only). NULL when the table is full. */
 static struct slot *add(int32_t tid) {
-    if (W.n >= WORLD_MAX)
+    if (world_state.n >= WORLD_MAX)
         return NULL;
-    struct slot *s = &W.slots[W.n];
+    struct slot *s = &world_state.slots[world_state.n];
     memset(&s->t, 0, sizeof s->t);
     s->t.tid = tid;
-    s->epoch = atomic_load_explicit(&W.epoch, memory_order_relaxed);
+    s->epoch = atomic_load_explicit(&world_state.epoch, memory_order_relaxed);
     atomic_store_explicit(&s->state, SLOT_ASKED, memory_order_relaxed);
     size_t h = hash_of(tid);
-    while (atomic_load_explicit(&W.hash[h], memory_order_relaxed))
+    while (atomic_load_explicit(&world_state.hash[h], memory_order_relaxed))
         h = (h + 1) % WORLD_HASH;
-    atomic_store_explicit(&W.hash[h], (int32_t)++W.n, memory_order_release);
+    atomic_store_explicit(&world_state.hash[h], (int32_t)++world_state.n, memory_order_release);
     return s;
 }
 
 static void clear_table(void) {
-    for (size_t i = 0; i < W.n; i++) {
-        size_t h = hash_of(W.slots[i].t.tid);
-        while (atomic_load_explicit(&W.hash[h], memory_order_relaxed) != (int32_t)(i + 1))
+    for (size_t i = 0; i < world_state.n; i++) {
+        size_t h = hash_of(world_state.slots[i].t.tid);
+        while (atomic_load_explicit(&world_state.hash[h], memory_order_relaxed) != (int32_t)(i + 1))
             h = (h + 1) % WORLD_HASH;
-        atomic_store_explicit(&W.hash[h], 0, memory_order_relaxed);
+        atomic_store_explicit(&world_state.hash[h], 0, memory_order_relaxed);
     }
     /* (Entries removed out of probe order would break lookups of later ones, but the whole
      * table is emptied here, before any lookup of the new epoch.) */
-    W.n = 0;
+    world_state.n = 0;
 }
 
 /* The end of the signal frame's saved state: the ucontext, and past it the FPU/vector state
@@ -137,13 +144,13 @@ static uintptr_t frame_end(ucontext_t *uc) {
 
 /* A park signal that is not one of our requests. */
 static void pass_on(int sig, siginfo_t *si, void *uc) {
-    struct sigaction act = W.program;
+    struct sigaction act = world_state.program;
     bool custom = (act.sa_flags & SA_SIGINFO) ? act.sa_sigaction != NULL
                                              : act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
     if (custom) {
         if (act.sa_flags & SA_RESETHAND) { /* one-shot: the default from now on */
-            memset(&W.program, 0, sizeof W.program);
-            W.program.sa_handler = SIG_DFL;
+            memset(&world_state.program, 0, sizeof world_state.program);
+            world_state.program.sa_handler = SIG_DFL;
         }
         fault_call_handler(&act, sig, si, uc);
         return;
@@ -154,7 +161,8 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
      * another process, or raised by the program, gets the default action (termination).
      * (After a stop gave up, a raise() of the park signal by the program looks the same as a
      * late request: it is dropped too.) */
-    if (si->si_code == SI_TKILL && si->si_pid == os_getpid() && atomic_load(&W.failed_stops))
+    if (si->si_code == SI_TKILL && si->si_pid == os_getpid() &&
+        atomic_load(&world_state.failed_stops))
         return;
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -166,7 +174,7 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
 static void on_park(int sig, siginfo_t *si, void *ucv) {
     int saved = errno;
     struct slot *s = NULL;
-    if (atomic_load_explicit(&W.stopping, memory_order_acquire))
+    if (atomic_load_explicit(&world_state.stopping, memory_order_acquire))
         s = lookup((int32_t)os_gettid());
     if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_ASKED) {
         /* A tgkill of ours carries our pid and SI_TKILL; a stray one of an earlier stop that
@@ -175,9 +183,9 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         errno = saved;
         return;
     }
-    /* The stop that asked this slot, not W.epoch read earlier: a request of a stop that gave
-     * up may be handled only now, during the next stop (this thread asked again), and waiting
-     * for the old stop's resume would park it for ever. */
+    /* The stop that asked this slot, not world_state.epoch read earlier: a request of a stop
+     * that gave up may be handled only now, during the next stop (this thread asked again), and
+     * waiting for the old stop's resume would park it for ever. */
     uint32_t epoch = s->epoch;
     ucontext_t *uc = ucv;
     s->t.sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
@@ -189,22 +197,23 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         s->t.altstack_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
     }
     atomic_store_explicit(&s->state, SLOT_PARKED, memory_order_release);
-    uint32_t parked = atomic_fetch_add_explicit(&W.nparked, 1, memory_order_acq_rel) + 1;
-    if (parked >= atomic_load_explicit(&W.nexpect, memory_order_acquire))
-        os_futex_wake(&W.nparked, 1);
-    /* From here on, s belongs to the stopper again: touch nothing of W but the futex. */
+    uint32_t parked = atomic_fetch_add_explicit(&world_state.nparked, 1, memory_order_acq_rel) + 1;
+    if (parked >= atomic_load_explicit(&world_state.nexpect, memory_order_acquire))
+        os_futex_wake(&world_state.nparked, 1);
+    /* From here on, s belongs to the stopper again: touch nothing of world_state but the futex. */
     uint32_t r;
-    while ((int32_t)((r = atomic_load_explicit(&W.resumed, memory_order_acquire)) - epoch) < 0)
-        os_futex_wait(&W.resumed, r, 0);
+    while ((int32_t)((r = atomic_load_explicit(&world_state.resumed, memory_order_acquire)) -
+                     epoch) < 0)
+        os_futex_wait(&world_state.resumed, r, 0);
     errno = saved;
 }
 
 int world_init(void) {
-    if (atomic_load(&W.ready))
+    if (atomic_load(&world_state.ready))
         return 0;
-    oscar_lock_acquire(&W.lock);
-    if (atomic_load(&W.ready)) {
-        oscar_lock_release(&W.lock);
+    oscar_lock_acquire(&world_state.lock);
+    if (atomic_load(&world_state.ready)) {
+        oscar_lock_release(&world_state.lock);
         return 0;
     }
     int err = 0;
@@ -212,9 +221,9 @@ int world_init(void) {
                    WORLD_MAX * sizeof(struct world_thread *);
     char *m = os_alloc_meta(bytes, &err);
     if (m) {
-        W.slots = (struct slot *)m;
-        W.hash = (_Atomic int32_t *)(m + WORLD_MAX * sizeof(struct slot));
-        W.parked = (struct world_thread **)(m + WORLD_MAX * sizeof(struct slot) +
+        world_state.slots = (struct slot *)m;
+        world_state.hash = (_Atomic int32_t *)(m + WORLD_MAX * sizeof(struct slot));
+        world_state.parked = (struct world_thread **)(m + WORLD_MAX * sizeof(struct slot) +
                                             WORLD_HASH * sizeof(int32_t));
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -227,32 +236,33 @@ int world_init(void) {
         sigfillset(&sa.sa_mask);
         sigdelset(&sa.sa_mask, SIGSEGV);
         sigdelset(&sa.sa_mask, SIGBUS);
-        if (__sigaction(W.sig, &sa, &W.program) != 0)
+        if (__sigaction(world_state.sig, &sa, &world_state.program) != 0)
             err = errno;
         else
-            atomic_store(&W.ready, true);
+            atomic_store(&world_state.ready, true);
     }
-    oscar_lock_release(&W.lock);
+    oscar_lock_release(&world_state.lock);
     return -err;
 }
 
-int world_park_signal(void) { return W.sig; }
+int world_park_signal(void) { return world_state.sig; }
 
 void world_unblockable(sigset_t *set) {
     if (set)
-        sigdelset(set, W.sig);
+        sigdelset(set, world_state.sig);
 }
 
 int world_program_sigaction(const struct sigaction *act, struct sigaction *old) {
     /* (Not under the world lock: a parked thread may be the one calling. A torn read of
-     * W.program by a concurrent pass_on is the same race the kernel has with sigaction.) */
-    if (!atomic_load(&W.ready))
+     * world_state.program by a concurrent pass_on is the same race the kernel has with
+     * sigaction.) */
+    if (!atomic_load(&world_state.ready))
         return 0;
     if (old)
-        *old = W.program;
+        *old = world_state.program;
     if (act) {
-        W.program = *act;
-        world_unblockable(&W.program.sa_mask);
+        world_state.program = *act;
+        world_unblockable(&world_state.program.sa_mask);
     }
     return 1;
 }
@@ -264,7 +274,7 @@ static long ask_new(int dirfd, int pid, long self) {
     if (os_lseek_start(dirfd) < 0)
         return -EIO;
     for (;;) {
-        long n = os_getdents(dirfd, W.dents, sizeof W.dents);
+        long n = os_getdents(dirfd, world_buf_state.dents, sizeof world_buf_state.dents);
         if (n < 0)
             return n;
         if (n == 0)
@@ -276,7 +286,7 @@ static long ask_new(int dirfd, int pid, long self) {
                 unsigned short reclen;
                 unsigned char type;
                 char name[];
-            } *d = (void *)(W.dents + off);
+            } *d = (void *)(world_buf_state.dents + off);
             off += d->reclen;
             long tid = 0;
             const char *c = d->name;
@@ -290,10 +300,10 @@ static long ask_new(int dirfd, int pid, long self) {
             if (!s)
                 return -EAGAIN;
             fresh++;
-            atomic_fetch_add(&W.nexpect, 1);
-            if (os_tgkill(pid, tid, W.sig) == ESRCH) {
+            atomic_fetch_add(&world_state.nexpect, 1);
+            if (os_tgkill(pid, tid, world_state.sig) == ESRCH) {
                 atomic_store(&s->state, SLOT_GONE);
-                atomic_fetch_sub(&W.nexpect, 1);
+                atomic_fetch_sub(&world_state.nexpect, 1);
             }
         }
     }
@@ -312,12 +322,12 @@ static bool blocks_park(long tid) {
     long fd = os_open_read(path);
     if (fd < 0)
         return false;
-    long n = os_read((int)fd, W.status, sizeof W.status - 1);
+    long n = os_read((int)fd, world_buf_state.status, sizeof world_buf_state.status - 1);
     os_close((int)fd);
     if (n <= 0)
         return false;
-    W.status[n] = 0;
-    const char *p = strstr(W.status, "SigBlk:");
+    world_buf_state.status[n] = 0;
+    const char *p = strstr(world_buf_state.status, "SigBlk:");
     if (!p)
         return false;
     uint64_t mask = 0;
@@ -329,29 +339,29 @@ static bool blocks_park(long tid) {
             break;
         mask = mask << 4 | (uint64_t)d;
     }
-    return (mask >> (W.sig - 1)) & 1;
+    return (mask >> (world_state.sig - 1)) & 1;
 }
 
 static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
     for (;;) {
-        uint32_t seen = atomic_load_explicit(&W.nparked, memory_order_acquire);
-        if (seen >= atomic_load_explicit(&W.nexpect, memory_order_acquire))
+        uint32_t seen = atomic_load_explicit(&world_state.nparked, memory_order_acquire);
+        if (seen >= atomic_load_explicit(&world_state.nexpect, memory_order_acquire))
             return 0;
-        if (os_futex_wait(&W.nparked, seen, 2000000) == ETIMEDOUT) {
+        if (os_futex_wait(&world_state.nparked, seen, 2000000) == ETIMEDOUT) {
             /* Slow to answer: has any of them exited (maybe with every signal blocked)? After
              * 50 ms (a thread being created runs a moment with every signal blocked), one that
              * blocks the park signal will not answer: give up at once rather than at the
              * deadline. */
             uint64_t now = os_monotonic_ns();
             bool check_masks = now - start > 50000000u;
-            for (size_t i = 0; i < W.n; i++) {
-                struct slot *s = &W.slots[i];
+            for (size_t i = 0; i < world_state.n; i++) {
+                struct slot *s = &world_state.slots[i];
                 int expected = SLOT_ASKED;
                 if (atomic_load(&s->state) != SLOT_ASKED)
                     continue;
                 if (os_tgkill(pid, s->t.tid, 0) == ESRCH) {
                     if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
-                        atomic_fetch_sub(&W.nexpect, 1);
+                        atomic_fetch_sub(&world_state.nexpect, 1);
                 } else if (check_masks && blocks_park(s->t.tid)) {
                     return -EAGAIN;
                 }
@@ -363,24 +373,24 @@ static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
 }
 
 static void release_parked(uint32_t epoch) {
-    atomic_store_explicit(&W.stopping, false, memory_order_release);
-    atomic_store_explicit(&W.resumed, epoch, memory_order_release);
-    os_futex_wake(&W.resumed, 0x7fffffff);
+    atomic_store_explicit(&world_state.stopping, false, memory_order_release);
+    atomic_store_explicit(&world_state.resumed, epoch, memory_order_release);
+    os_futex_wake(&world_state.resumed, 0x7fffffff);
 }
 
 int world_stop(void) {
-    if (!atomic_load(&W.ready))
+    if (!atomic_load(&world_state.ready))
         return -ENOSYS;
-    oscar_lock_acquire(&W.lock);
+    oscar_lock_acquire(&world_state.lock);
     int pid = os_getpid();
     long self = os_gettid();
     clear_table();
-    W.nparked_list = 0;
-    atomic_store(&W.stacks_known, false);
-    atomic_store(&W.nparked, 0);
-    atomic_store(&W.nexpect, 0);
-    uint32_t epoch = atomic_fetch_add(&W.epoch, 1) + 1;
-    atomic_store_explicit(&W.stopping, true, memory_order_release);
+    world_state.nparked_list = 0;
+    atomic_store(&world_state.stacks_known, false);
+    atomic_store(&world_state.nparked, 0);
+    atomic_store(&world_state.nexpect, 0);
+    uint32_t epoch = atomic_fetch_add(&world_state.epoch, 1) + 1;
+    atomic_store_explicit(&world_state.stopping, true, memory_order_release);
     uint64_t start = os_monotonic_ns(), deadline = start + WORLD_TIMEOUT_NS;
     long dirfd = os_open_dir("/proc/self/task");
     long err = dirfd < 0 ? dirfd : 0;
@@ -398,31 +408,31 @@ int world_stop(void) {
     if (dirfd >= 0)
         os_close((int)dirfd);
     if (err) {
-        atomic_fetch_add(&W.failed_stops, 1);
+        atomic_fetch_add(&world_state.failed_stops, 1);
         release_parked(epoch);
-        oscar_lock_release(&W.lock);
+        oscar_lock_release(&world_state.lock);
         return (int)err;
     }
-    for (size_t i = 0; i < W.n; i++)
-        if (atomic_load(&W.slots[i].state) == SLOT_PARKED)
-            W.parked[W.nparked_list++] = &W.slots[i].t;
+    for (size_t i = 0; i < world_state.n; i++)
+        if (atomic_load(&world_state.slots[i].state) == SLOT_PARKED)
+            world_state.parked[world_state.nparked_list++] = &world_state.slots[i].t;
     return 0;
 }
 
-size_t world_count(void) { return W.nparked_list; }
+size_t world_count(void) { return world_state.nparked_list; }
 
 const struct world_thread *world_thread_at(size_t i) {
-    if (i >= W.nparked_list)
+    if (i >= world_state.nparked_list)
         return NULL;
-    if (!atomic_load(&W.stacks_known)) {
-        maps_find_stacks(W.parked, W.nparked_list);
-        atomic_store(&W.stacks_known, true);
+    if (!atomic_load(&world_state.stacks_known)) {
+        maps_find_stacks(world_state.parked, world_state.nparked_list);
+        atomic_store(&world_state.stacks_known, true);
     }
-    return W.parked[i];
+    return world_state.parked[i];
 }
 
 void world_resume(void) {
-    release_parked(atomic_load(&W.epoch));
-    W.nparked_list = 0;
-    oscar_lock_release(&W.lock);
+    release_parked(atomic_load(&world_state.epoch));
+    world_state.nparked_list = 0;
+    oscar_lock_release(&world_state.lock);
 }
