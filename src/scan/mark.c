@@ -39,36 +39,47 @@
 #pragma weak roots_read_guarded
 #pragma weak world_park_signal
 
-static atomic_int marking;
-/* fork against stopping the world (Dekker style, seq_cst): a fork in flight (prepare to
- * parent/child handler) and a stop starting exclude each other, so no child is ever cloned
- * while the world lock is held (the child would inherit it taken). */
-static atomic_int stopping, forking;
 /* This thread is marking (a signal handler that forks may interrupt it: mark_fork_prepare). */
 static __thread int in_mark __attribute__((tls_model("initial-exec")));
 
 #define PAUSE_RING 64
+/* The mark's state (all zero at start: .bss). The concurrent mark's is cm_state and
+ * cm_buf_state, below; in_mark, above, is per thread. */
 static struct {
-    uint64_t pause_us[PAUSE_RING];
+    atomic_int marking; /* a mark is running: taken by exchange (acquire), released (release) */
+    /* fork against stopping the world (Dekker style, seq_cst): a fork in flight (prepare to
+     * parent/child handler) and a stop starting exclude each other, so no child is ever cloned
+     * while the world lock is held (the child would inherit it taken). Atomic, lock-free. */
+    atomic_int stopping, forking;
+    /* Written by the marking thread (under marking) only: */
+    uint64_t pause_us[PAUSE_RING]; /* the last pauses (a ring) */
     unsigned npauses;
     uint64_t scanned; /* bytes read by the current mark */
-    /* OSCAR_DANGLING=report: where the word being scanned lies. */
-    bool dangling;
+    bool dangling; /* OSCAR_DANGLING=report (set once at init) */
+    /* For it: where the word being scanned lies (the marking thread). */
     uintptr_t where;
     enum root_kind kind;
     const char *name;   /* root name, or NULL: a heap object */
     uintptr_t obj, obj_size; /* the heap object being scanned */
     unsigned printed;   /* lines printed by this mark */
-} ms;
+    /* Pages that hold a candidate of the mark in progress (a bit per page, set by
+     * candidates(), cleared by release_heap(): the marking thread): pass 2 visits only those.
+     * NULL (no memory for it): every page. Allocated once by mark_init. */
+    uint64_t *cand_pages;
+    atomic_int warned; /* warn_once said it: atomic exchange, once */
+    /* Not roots: the heap and all of Oscar's metadata (mark_stopped: the marking thread, world
+     * stopped; static, not on the stack: ph.lo is the address of the heap's first object). */
+    struct root_range ex[1 + OS_META_RANGES_MAX];
+} mark_state;
 
 #define DANGLING_MAX_LINES 64 /* per mark */
 
 static const char *const kind_names[] = {"global", "stack", "registers", "alternate signal stack",
                                          "thread-local storage", "mapping"};
 
-/* One line: the freed object [start, start+size) is still pointed to from ms.where. */
+/* One line: the freed object [start, start+size) is still pointed to from mark_state.where. */
 static void dangling_line(uintptr_t start, size_t size, uintptr_t w) {
-    if (ms.printed++ >= DANGLING_MAX_LINES)
+    if (mark_state.printed++ >= DANGLING_MAX_LINES)
         return;
     char buf[768];
     struct fmt f = FMT_INIT(buf);
@@ -81,20 +92,20 @@ static void dangling_line(uintptr_t start, size_t size, uintptr_t w) {
     fmt_str(&f, ") is still pointed to (");
     fmt_hex(&f, w);
     fmt_str(&f, ") from ");
-    fmt_hex(&f, ms.where);
-    if (ms.name) {
+    fmt_hex(&f, mark_state.where);
+    if (mark_state.name) {
         fmt_str(&f, " (");
-        fmt_str(&f, kind_names[ms.kind]);
+        fmt_str(&f, kind_names[mark_state.kind]);
         fmt_str(&f, ": ");
-        fmt_str(&f, ms.name);
+        fmt_str(&f, mark_state.name);
         fmt_str(&f, ")\n");
     } else {
         fmt_str(&f, " (heap object [");
-        fmt_hex(&f, ms.obj);
+        fmt_hex(&f, mark_state.obj);
         fmt_char(&f, ',');
-        fmt_hex(&f, ms.obj + ms.obj_size);
+        fmt_hex(&f, mark_state.obj + mark_state.obj_size);
         fmt_str(&f, "), offset ");
-        fmt_u64(&f, ms.where - ms.obj);
+        fmt_u64(&f, mark_state.where - mark_state.obj);
         fmt_str(&f, ")\n");
     }
     fmt_flush(&f, 2);
@@ -144,12 +155,8 @@ static void filter_clear(uintptr_t a, size_t len) {
     end_mark(a, len, false);
 }
 
-/* Pages that hold a candidate of the mark in progress (a bit per page, set by candidates(),
- * cleared by release_heap()): pass 2 visits only those. NULL (no memory for it): every page. */
-static uint64_t *cand_pages;
-
 static inline bool page_has_cand(size_t i) {
-    return !cand_pages || ((cand_pages[i / 64] >> (i % 64)) & 1);
+    return !mark_state.cand_pages || ((mark_state.cand_pages[i / 64] >> (i % 64)) & 1);
 }
 
 /* Four slot words at once (s a multiple of 4: 8-byte aligned, see struct ph_meta). A plain
@@ -191,7 +198,7 @@ static inline void mark_slot(size_t i, unsigned s, uintptr_t w) {
     unsigned st = v & PHS_MASK;
     if (st == PHS_QUAR || st == PHS_CAND) {
         atomic_store_explicit(p, (uint16_t)((v & ~PHS_MASK) | PHS_MARKED), memory_order_relaxed);
-        if (unlikely(ms.dangling)) {
+        if (unlikely(mark_state.dangling)) {
             size_t size = ph.pages[i].slot_size;
             dangling_line(ph_page_base(i) + s * size, size, w);
         }
@@ -211,7 +218,7 @@ static void mark_large(size_t i, struct ph_page *pg, uintptr_t w) {
     uint32_t v = atomic_load_explicit(st, memory_order_relaxed);
     if (v == PHS_QUAR || v == PHS_CAND) {
         atomic_store_explicit(st, PHS_MARKED, memory_order_relaxed);
-        if (unlikely(ms.dangling))
+        if (unlikely(mark_state.dangling))
             dangling_line(ph_page_base(i), pg->large_size, w);
     }
 }
@@ -276,7 +283,7 @@ static void scan(uintptr_t lo, uintptr_t hi) {
     uintptr_t base = ph.lo, span = ph.hi - ph.lo;
     if (p >= e)
         return;
-    ms.scanned += (uintptr_t)e - (uintptr_t)p;
+    mark_state.scanned += (uintptr_t)e - (uintptr_t)p;
     /* The value is kept, not read again: while the world runs (a concurrent mark) the word
      * may change in between (a free zeroing it). */
     const uintptr_t *hit[CHUNK];
@@ -293,7 +300,7 @@ static void scan(uintptr_t lo, uintptr_t hi) {
             }
         }
         for (unsigned k = 0; k < n; k++) {
-            ms.where = (uintptr_t)hit[k];
+            mark_state.where = (uintptr_t)hit[k];
             mark_addr(val[k]);
         }
     }
@@ -306,8 +313,8 @@ static void scan_guarded(uintptr_t lo, uintptr_t hi, void *arg) {
 
 static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,
                       void *arg) {
-    ms.kind = kind;
-    ms.name = name;
+    mark_state.kind = kind;
+    mark_state.name = name;
     roots_read_guarded(scan_guarded, lo, hi, arg);
 }
 
@@ -351,8 +358,8 @@ static void candidates(size_t used) {
             }
             if (!any)
                 continue;
-            if (cand_pages)
-                cand_pages[i / 64] |= 1ULL << (i % 64);
+            if (mark_state.cand_pages)
+                mark_state.cand_pages[i / 64] |= 1ULL << (i % 64);
             _Atomic uint64_t *f = &ph.cand[granule(base) / 64 * 2];
             for (unsigned w = 0; w < PH_MAX_WORDS; w++) {
                 if (cw[w])
@@ -365,8 +372,8 @@ static void candidates(size_t used) {
                 atomic_store_explicit(&pg->lstate, PHS_CAND, memory_order_relaxed);
                 cand_range(base, align_up(pg->large_size, OSCAR_PAGE), true);
                 end_mark(base, align_up(pg->large_size, OSCAR_PAGE), true);
-                if (cand_pages)
-                    cand_pages[i / 64] |= 1ULL << (i % 64);
+                if (mark_state.cand_pages)
+                    mark_state.cand_pages[i / 64] |= 1ULL << (i % 64);
             }
             i += pg->run - 1;
         }
@@ -390,7 +397,7 @@ static void scan_heap(size_t first, size_t last) {
                 continue;
             unsigned run = 0; /* live slots [s - run, s) not scanned yet: one scan for them */
             for (unsigned s = 0; s < n; s++) {
-                if (s % 4 == 0 && n - s >= 4 && !ms.dangling &&
+                if (s % 4 == 0 && n - s >= 4 && !mark_state.dangling &&
                     lanes_in_state(four_slots(slot, s), PHS_LIVE) == 8 * LANES) {
                     run += 4; /* (four live slots at once: the common case) */
                     s += 3;
@@ -398,7 +405,7 @@ static void scan_heap(size_t first, size_t last) {
                 }
                 uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
                 unsigned st = v & PHS_MASK;
-                if (st == PHS_LIVE && !ms.dangling) {
+                if (st == PHS_LIVE && !mark_state.dangling) {
                     run++;
                     continue;
                 }
@@ -407,9 +414,9 @@ static void scan_heap(size_t first, size_t last) {
                     run = 0;
                 }
                 if (st == PHS_LIVE) { /* (OSCAR_DANGLING: one object at a time, to name it) */
-                    ms.obj = base + (uintptr_t)s * size;
-                    ms.obj_size = size;
-                    scan(ms.obj, ms.obj + size);
+                    mark_state.obj = base + (uintptr_t)s * size;
+                    mark_state.obj_size = size;
+                    scan(mark_state.obj, mark_state.obj + size);
                 }
             }
             if (run)
@@ -422,8 +429,8 @@ static void scan_heap(size_t first, size_t last) {
             if (len > run << PH_PAGE_SHIFT)
                 len = run << PH_PAGE_SHIFT;
             if (st == PHS_LIVE) {
-                ms.obj = base;
-                ms.obj_size = pg->large_size;
+                mark_state.obj = base;
+                mark_state.obj_size = pg->large_size;
                 scan(base, base + len);
             }
             i += run - 1;
@@ -455,8 +462,8 @@ static void scan_written(uintptr_t lo, uintptr_t hi, size_t used, size_t *done) 
                 uintptr_t from = a > b ? a : b, to = hi < e ? hi : e;
                 if (to > next)
                     to = next;
-                ms.obj = b;
-                ms.obj_size = hp->large_size;
+                mark_state.obj = b;
+                mark_state.obj_size = hp->large_size;
                 if (from < to)
                     scan(from, to);
             }
@@ -536,22 +543,22 @@ static void release_page(size_t i, struct tally *t, bool release) {
 }
 
 static void release_heap(size_t used, struct tally *t, bool release, bool every_page) {
-    if (!cand_pages || every_page) {
+    if (!mark_state.cand_pages || every_page) {
         for (size_t i = 0; i < used; i++) {
             unsigned kind = atomic_load_explicit(&ph.pages[i].kind, memory_order_acquire);
             if (kind == PHK_SMALL || kind == PHK_LARGE)
                 release_page(i, t, release);
         }
-        if (cand_pages)
+        if (mark_state.cand_pages)
             for (size_t w = 0; w < (used + 63) / 64; w++)
-                cand_pages[w] = 0;
+                mark_state.cand_pages[w] = 0;
         return;
     }
     for (size_t w = 0; w < (used + 63) / 64; w++) {
-        uint64_t b = cand_pages[w];
+        uint64_t b = mark_state.cand_pages[w];
         if (!b)
             continue;
-        cand_pages[w] = 0;
+        mark_state.cand_pages[w] = 0;
         for (; b; b &= b - 1)
             release_page(w * 64 + (size_t)__builtin_ctzll(b), t, release);
     }
@@ -561,11 +568,11 @@ static void release_heap(size_t used, struct tally *t, bool release, bool every_
  * A round. */
 
 static void note_pause(uint64_t us) {
-    ms.pause_us[ms.npauses++ % PAUSE_RING] = us;
-    unsigned n = ms.npauses < PAUSE_RING ? ms.npauses : PAUSE_RING;
+    mark_state.pause_us[mark_state.npauses++ % PAUSE_RING] = us;
+    unsigned n = mark_state.npauses < PAUSE_RING ? mark_state.npauses : PAUSE_RING;
     uint64_t sorted[PAUSE_RING];
     for (unsigned i = 0; i < n; i++) {
-        uint64_t v = ms.pause_us[i];
+        uint64_t v = mark_state.pause_us[i];
         unsigned j = i;
         for (; j > 0 && sorted[j - 1] > v; j--)
             sorted[j] = sorted[j - 1];
@@ -577,8 +584,7 @@ static void note_pause(uint64_t us) {
 }
 
 static void warn_once(const char *why) {
-    static atomic_int warned;
-    if (atomic_exchange(&warned, 1))
+    if (atomic_exchange(&mark_state.warned, 1))
         return;
     char buf[256];
     struct fmt f = FMT_INIT(buf);
@@ -592,9 +598,8 @@ static void warn_once(const char *why) {
  * by mark_run on its stack; the thread's own stack is a root from there up only (below lie
  * the mark's own frames, whose stale slots would keep objects for nothing). */
 __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
-    /* Not roots: the heap and all of Oscar's metadata (the heap's among it). (Static, not on
-     * this stack: ph.lo is the address of the heap's first object.) */
-    static struct root_range ex[1 + OS_META_RANGES_MAX];
+    /* Not roots: the heap and all of Oscar's metadata (the heap's among it). */
+    struct root_range *ex = mark_state.ex;
     size_t nex = 0;
     ex[nex++] = (struct root_range){ph.lo, ph.hi};
     for (size_t i = 0, n = os_meta_count(); i < n; i++)
@@ -606,14 +611,14 @@ __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t
     int err = roots_for_each(scan_root, NULL, ex, nex, (uintptr_t)saved);
     if (err)
         return err;
-    ms.name = NULL;
+    mark_state.name = NULL;
     scan_heap(0, used);
     return 0;
 }
 
 /* Undo pass 1's CAND states when the roots could not be read: nothing is released. Every
  * page: a fork child undoing a mark that was stopped in the middle of candidates() (a page's
- * slots made CAND before its bit in cand_pages was set). */
+ * slots made CAND before its bit in mark_state.cand_pages was set). */
 static void unmark(size_t used, bool every_page) {
     struct tally ignored = {0, 0, 0, 0};
     release_heap(used, &ignored, false, every_page);
@@ -662,14 +667,14 @@ static void mark_here(const uintptr_t *saved) {
     sigdelset(&all, SIGSEGV);
     sigdelset(&all, SIGBUS);
     os_sigprocmask(SIG_BLOCK, &all, &old);
-    if (atomic_exchange_explicit(&marking, 1, memory_order_acquire)) {
+    if (atomic_exchange_explicit(&mark_state.marking, 1, memory_order_acquire)) {
         os_sigprocmask(SIG_SETMASK, &old, NULL);
         return;
     }
     in_mark = 1;
     mark_body_locked(saved, false);
     in_mark = 0;
-    atomic_store_explicit(&marking, 0, memory_order_release);
+    atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
     os_sigprocmask(SIG_SETMASK, &old, NULL); /* (after: a pending handler may fork) */
 }
 
@@ -682,21 +687,21 @@ __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintp
  * caller ends with world_resume() and `stopping` cleared. */
 static int stop_world(void) {
     for (;;) {
-        atomic_store(&stopping, 1);
-        if (!atomic_load(&forking))
+        atomic_store(&mark_state.stopping, 1);
+        if (!atomic_load(&mark_state.forking))
             break;
-        atomic_store(&stopping, 0);
+        atomic_store(&mark_state.stopping, 0);
         os_yield(); /* (a fork takes about a millisecond) */
     }
     int err = world_stop();
     if (err)
-        atomic_store(&stopping, 0);
+        atomic_store(&mark_state.stopping, 0);
     return err;
 }
 
 static void resume_world(void) {
     world_resume();
-    atomic_store(&stopping, 0);
+    atomic_store(&mark_state.stopping, 0);
 }
 
 /* open_tracking: also open the write tracker while the world is stopped (the marker thread:
@@ -715,15 +720,15 @@ static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
     /* Locks held: the world lock only. The parked threads may hold any other. */
     int track_err = open_tracking ? open_trackers() : 0;
     size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
-    ms.scanned = 0;
-    ms.printed = 0;
+    mark_state.scanned = 0;
+    mark_state.printed = 0;
     int err = mark_stopped(saved, used);
     if (err)
         unmark(used, false);
     resume_world();
     uint64_t t1 = os_monotonic_ns();
     stats_add(STAT_SCAN_ROUNDS, 1);
-    stats_add(STAT_SCAN_BYTES, (int64_t)ms.scanned);
+    stats_add(STAT_SCAN_BYTES, (int64_t)mark_state.scanned);
     note_pause((t1 - t0) / 1000);
     if (err) {
         warn_once("cannot read the process's mappings");
@@ -757,6 +762,12 @@ enum { CM_UNKNOWN, CM_OFF }; /* CM_OFF: marks are not concurrent here (no tracki
 #define GROWTH_MIN_PAGES 16 /* 1 MiB */
 
 
+/* Where libc's and the dynamic loader's code lie (set at init; 0, 0 if unknown). Starting a
+ * thread takes locks of theirs (the stack cache, the TLS lock): a free() that libc itself made
+ * while holding one (a thread's exit freeing its DTV) must not start the marker. */
+struct text_range { uintptr_t lo, hi; };
+
+/* The concurrent mark's state. */
 static struct {
     int setting;              /* OPT_MARK: 0 auto, 1 concurrent, 2 stop (set at init) */
     bool verbose;             /* OPT_VERBOSE (set at init) */
@@ -774,12 +785,23 @@ static struct {
     struct wtrack wt;         /* the heap's write tracker */
     int pm;                   /* /proc/self/pagemap */
     uint64_t pm_dev, pm_ino;  /* its identity (the program may close or replace it) */
+    atomic_int said;          /* say_stopped_marks said it: atomic exchange, once */
+    /* The marker thread is being started (marker_started: test and set, lock-free). */
+    atomic_flag starting;
+    struct text_range libc_text, ldso_text; /* set once at init (find_libc) */
+    struct text_range own_text; /* Oscar's own code: set by its first reader, racy but
+                                 * idempotent (every thread computes the same) */
+} cm_state = {.wt = {.fd = -1}, .pm = -1, .starting = ATOMIC_FLAG_INIT};
+
+/* The concurrent mark's tables (all zero: .bss, apart from cm_state's initialised fields). */
+static struct {
     struct wtrack_run runs[RUNS_MAX]; /* PAGEMAP_SCAN's answers (marker only) */
-} cm = {.wt = {.fd = -1}, .pm = -1};
+    /* Not roots (concurrent_mark's, the marker thread only): as mark_state.ex. */
+    struct root_range ex[1 + OS_META_RANGES_MAX];
+} cm_buf_state;
 
 static void say_stopped_marks(int err) {
-    static atomic_int said;
-    if ((cm.setting != 1 && !cm.verbose) || atomic_exchange(&said, 1))
+    if ((cm_state.setting != 1 && !cm_state.verbose) || atomic_exchange(&cm_state.said, 1))
         return;
     char buf[256];
     struct fmt f = FMT_INIT(buf);
@@ -795,15 +817,15 @@ static void say_stopped_marks(int err) {
 
 static bool pagemap_valid(void) {
     uint64_t dev, ino;
-    return cm.pm >= 0 && os_fd_id(cm.pm, &dev, &ino) == 0 && dev == cm.pm_dev &&
-           ino == cm.pm_ino;
+    return cm_state.pm >= 0 && os_fd_id(cm_state.pm, &dev, &ino) == 0 &&
+           dev == cm_state.pm_dev && ino == cm_state.pm_ino;
 }
 
 /* With the world stopped (no thread of the program opens a descriptor meanwhile): the write
  * tracker and the pagemap descriptor, if not open or no longer ours. 0 or an errno value. */
 static int open_trackers(void) {
-    if (!wtrack_valid(&cm.wt)) {
-        int err = wtrack_open(&cm.wt);
+    if (!wtrack_valid(&cm_state.wt)) {
+        int err = wtrack_open(&cm_state.wt);
         if (err)
             return err;
     }
@@ -811,10 +833,10 @@ static int open_trackers(void) {
         long pm = os_open_read("/proc/self/pagemap");
         if (pm < 0)
             return (int)-pm;
-        cm.pm = wtrack_fd_high((int)pm);
-        if (os_fd_id(cm.pm, &cm.pm_dev, &cm.pm_ino) != 0) {
-            os_close(cm.pm);
-            cm.pm = -1;
+        cm_state.pm = wtrack_fd_high((int)pm);
+        if (os_fd_id(cm_state.pm, &cm_state.pm_dev, &cm_state.pm_ino) != 0) {
+            os_close(cm_state.pm);
+            cm_state.pm = -1;
             return EBADF;
         }
     }
@@ -829,11 +851,11 @@ static long rescan_written(int pagemap_fd, size_t used, bool reprotect) {
     size_t done_page = (size_t)-1;
     long total = 0;
     while (from < hi) {
-        long n = wtrack_written(pagemap_fd, &from, hi, cm.runs, RUNS_MAX, reprotect);
+        long n = wtrack_written(pagemap_fd, &from, hi, cm_buf_state.runs, RUNS_MAX, reprotect);
         if (n < 0)
             return -1;
         for (long k = 0; k < n; k++)
-            scan_written(cm.runs[k].lo, cm.runs[k].hi, used, &done_page);
+            scan_written(cm_buf_state.runs[k].lo, cm_buf_state.runs[k].hi, used, &done_page);
         total += n;
         if (n < RUNS_MAX && from < hi && n == 0)
             break;
@@ -848,13 +870,13 @@ static bool concurrent_round(void) {
     size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     if (!used)
         return true;
-    if (!wtrack_valid(&cm.wt) || !pagemap_valid() ||
-        wtrack_protect(&cm.wt, ph.lo, used << PH_PAGE_SHIFT, true) != 0)
+    if (!wtrack_valid(&cm_state.wt) || !pagemap_valid() ||
+        wtrack_protect(&cm_state.wt, ph.lo, used << PH_PAGE_SHIFT, true) != 0)
         return false;
-    ms.scanned = 0;
-    ms.printed = 0;
+    mark_state.scanned = 0;
+    mark_state.printed = 0;
     candidates(used);
-    ms.name = NULL;
+    mark_state.name = NULL;
     scan_heap(0, used); /* (the world running) */
     /* Pages handed out meanwhile (a heap that grows fast): protected and read with the world
      * running too, a few times, so that the stop reads only the last of them. */
@@ -862,7 +884,7 @@ static bool concurrent_round(void) {
     for (int g = 0; g < 4; g++) {
         size_t grown = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
         if (grown - tracked < GROWTH_MIN_PAGES ||
-            wtrack_protect(&cm.wt, ph_page_base(tracked), (grown - tracked) << PH_PAGE_SHIFT,
+            wtrack_protect(&cm_state.wt, ph_page_base(tracked), (grown - tracked) << PH_PAGE_SHIFT,
                            true) != 0)
             break;
         scan_heap(tracked, grown);
@@ -870,12 +892,12 @@ static bool concurrent_round(void) {
     }
     bool lost = false;
     for (int r = 0; r < PRECLEAN_ROUNDS && !lost; r++) {
-        long n = rescan_written(cm.pm, tracked, true);
+        long n = rescan_written(cm_state.pm, tracked, true);
         lost = n < 0;
         if (n < 16)
             break;
     }
-    static struct root_range ex[1 + OS_META_RANGES_MAX];
+    struct root_range *ex = cm_buf_state.ex;
     size_t nex = 0;
     ex[nex++] = (struct root_range){ph.lo, ph.hi};
     for (size_t i = 0, n = os_meta_count(); i < n; i++)
@@ -884,7 +906,7 @@ static bool concurrent_round(void) {
     uint64_t s0 = os_monotonic_ns();
     int err = stop_world();
     if (err) {
-        wtrack_protect(&cm.wt, ph.lo, tracked << PH_PAGE_SHIFT, false);
+        wtrack_protect(&cm_state.wt, ph.lo, tracked << PH_PAGE_SHIFT, false);
         unmark(used, false);
         stats_add(STAT_SCAN_SKIPPED, 1);
         return true;
@@ -892,9 +914,9 @@ static bool concurrent_round(void) {
     /* Stopped: every root; the written pages; the pages handed out since the round began.
      * (Locks held: the world lock only. The parked threads may hold any other.) */
     err = roots_for_each(scan_root, NULL, ex, nex, 0);
-    ms.name = NULL;
+    mark_state.name = NULL;
     if (!err && !lost)
-        lost = rescan_written(cm.pm, tracked, false) < 0;
+        lost = rescan_written(cm_state.pm, tracked, false) < 0;
     size_t now = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     if (!err)
         scan_heap(lost ? 0 : tracked, now);
@@ -904,9 +926,9 @@ static bool concurrent_round(void) {
         unmark(used, false);
     resume_world();
     uint64_t s1 = os_monotonic_ns();
-    wtrack_protect(&cm.wt, ph.lo, tracked << PH_PAGE_SHIFT, false);
+    wtrack_protect(&cm_state.wt, ph.lo, tracked << PH_PAGE_SHIFT, false);
     stats_add(STAT_SCAN_ROUNDS, 1);
-    stats_add(STAT_SCAN_BYTES, (int64_t)ms.scanned);
+    stats_add(STAT_SCAN_BYTES, (int64_t)mark_state.scanned);
     stats_add(STAT_SCAN_CONCURRENT_ROUNDS, 1);
     note_pause((s1 - s0) / 1000);
     if (err) {
@@ -925,7 +947,7 @@ static bool concurrent_round(void) {
  * process, or the program closed one): a few system calls, not a whole mark. 0 or an errno
  * value; EAGAIN when the world could not be stopped (then a stopped round tries again). */
 static int open_trackers_stopped(void) {
-    if (wtrack_valid(&cm.wt) && pagemap_valid())
+    if (wtrack_valid(&cm_state.wt) && pagemap_valid())
         return 0;
     uint64_t t0 = os_monotonic_ns();
     if (stop_world() != 0)
@@ -940,33 +962,28 @@ static void *marker_main(void *arg) {
     (void)arg;
     in_mark = 1; /* (this thread does nothing else) */
     for (;;) {
-        uint32_t d = atomic_load(&cm.done);
-        while (atomic_load(&cm.want) == d)
-            os_futex_wait(&cm.want, d, 0);
-        uint32_t w = atomic_load(&cm.want);
-        if (!atomic_exchange_explicit(&marking, 1, memory_order_acquire)) {
+        uint32_t d = atomic_load(&cm_state.done);
+        while (atomic_load(&cm_state.want) == d)
+            os_futex_wait(&cm_state.want, d, 0);
+        uint32_t w = atomic_load(&cm_state.want);
+        if (!atomic_exchange_explicit(&mark_state.marking, 1, memory_order_acquire)) {
             int err = open_trackers_stopped();
             if (err || !concurrent_round()) {
                 /* A round with the world stopped (this thread's stack is Oscar's metadata,
                  * no root), which opens the trackers while it is stopped. */
                 err = mark_body_locked(NULL, true);
                 if (err) {
-                    atomic_store(&cm.state, CM_OFF);
+                    atomic_store(&cm_state.state, CM_OFF);
                     say_stopped_marks(err);
                 }
             }
-            atomic_store_explicit(&marking, 0, memory_order_release);
+            atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
         }
-        atomic_store(&cm.done, w);
-        os_futex_wake(&cm.done, 1 << 30);
+        atomic_store(&cm_state.done, w);
+        os_futex_wake(&cm_state.done, 1 << 30);
     }
     return NULL;
 }
-
-/* Where libc's and the dynamic loader's code lie (set at init; 0, 0 if unknown). Starting a
- * thread takes locks of theirs (the stack cache, the TLS lock): a free() that libc itself made
- * while holding one (a thread's exit freeing its DTV) must not start the marker. */
-static struct text_range { uintptr_t lo, hi; } libc_text, ldso_text;
 
 /* The executable segments of the object whose ELF header is mapped at base. */
 static struct text_range text_of(uintptr_t base) {
@@ -994,8 +1011,8 @@ static struct text_range text_of(uintptr_t base) {
 static void find_libc(void) {
     Dl_info info;
     if (dladdr((void *)&pthread_create, &info) && info.dli_fbase)
-        libc_text = text_of((uintptr_t)info.dli_fbase);
-    ldso_text = text_of((uintptr_t)getauxval(AT_BASE));
+        cm_state.libc_text = text_of((uintptr_t)info.dli_fbase);
+    cm_state.ldso_text = text_of((uintptr_t)getauxval(AT_BASE));
 }
 
 static inline bool in_text(uintptr_t a, struct text_range r) { return a - r.lo < r.hi - r.lo; }
@@ -1004,18 +1021,17 @@ static inline bool in_text(uintptr_t a, struct text_range r) { return a - r.lo <
  * keep frame pointers) is not libc's or the loader's: none of their locks is held by this
  * thread. */
 __attribute__((noinline)) static bool called_from_outside_libc(void) {
-    if (!libc_text.lo || !ldso_text.lo)
+    if (!cm_state.libc_text.lo || !cm_state.ldso_text.lo)
         return false;
-    static struct text_range own;
-    if (!own.lo) {
+    if (!cm_state.own_text.lo) {
         extern const char __ehdr_start[] __attribute__((visibility("hidden")));
-        own = text_of((uintptr_t)__ehdr_start);
+        cm_state.own_text = text_of((uintptr_t)__ehdr_start);
     }
     const uintptr_t *fp = __builtin_frame_address(0);
     for (int depth = 0; depth < 24 && fp; depth++) {
         uintptr_t ret = fp[1];
-        if (!in_text(ret, own))
-            return !in_text(ret, libc_text) && !in_text(ret, ldso_text);
+        if (!in_text(ret, cm_state.own_text))
+            return !in_text(ret, cm_state.libc_text) && !in_text(ret, cm_state.ldso_text);
         const uintptr_t *next = (const uintptr_t *)fp[0];
         if (next <= fp || (uintptr_t)next - (uintptr_t)fp > (1UL << 20))
             return false;
@@ -1027,12 +1043,11 @@ __attribute__((noinline)) static bool called_from_outside_libc(void) {
 /* Start the marker thread once per process (a fork child starts its own), from a call the
  * program made (see called_from_outside_libc). */
 static bool marker_started(void) {
-    if (atomic_load_explicit(&cm.started, memory_order_acquire))
+    if (atomic_load_explicit(&cm_state.started, memory_order_acquire))
         return true;
     if (!called_from_outside_libc())
         return false;
-    static atomic_flag starting = ATOMIC_FLAG_INIT;
-    if (atomic_flag_test_and_set(&starting))
+    if (atomic_flag_test_and_set(&cm_state.starting))
         return false; /* another thread is starting it: mark here this time */
     bool ok = false;
     int err;
@@ -1046,33 +1061,34 @@ static bool marker_started(void) {
         ok = os_thread_start(marker_main, NULL, stack, MARKER_STACK, &open, "oscar-mark") == 0;
     }
     if (ok) {
-        atomic_store_explicit(&cm.started, 1, memory_order_release);
+        atomic_store_explicit(&cm_state.started, 1, memory_order_release);
     } else {
-        atomic_store(&cm.state, CM_OFF);
+        atomic_store(&cm_state.state, CM_OFF);
         say_stopped_marks(EAGAIN);
     }
-    atomic_flag_clear(&starting);
+    atomic_flag_clear(&cm_state.starting);
     return ok;
 }
 
 /* Hand the round to the marker thread. false: marks are not concurrent here (the caller
  * marks itself). An urgent caller (the quarantine far past its trigger) waits for the round. */
 static bool concurrent_request(void) {
-    if (cm.setting == 2 || atomic_load_explicit(&cm.state, memory_order_relaxed) == CM_OFF ||
-        in_mark || !world_park_signal ||
-        atomic_load_explicit(&ph.used_pages, memory_order_relaxed) < cm.min_pages)
+    if (cm_state.setting == 2 ||
+        atomic_load_explicit(&cm_state.state, memory_order_relaxed) == CM_OFF || in_mark ||
+        !world_park_signal ||
+        atomic_load_explicit(&ph.used_pages, memory_order_relaxed) < cm_state.min_pages)
         return false;
     if (!marker_started())
         return false; /* (this time, the caller marks) */
-    uint32_t d = atomic_load(&cm.done), w = atomic_load(&cm.want);
-    if (w == d && atomic_compare_exchange_strong(&cm.want, &w, d + 1)) {
+    uint32_t d = atomic_load(&cm_state.done), w = atomic_load(&cm_state.want);
+    if (w == d && atomic_compare_exchange_strong(&cm_state.want, &w, d + 1)) {
         w = d + 1;
-        os_futex_wake(&cm.want, 1);
+        os_futex_wake(&cm_state.want, 1);
     }
     if (ph_quarantine_urgent())
-        while ((int32_t)(atomic_load(&cm.done) - w) < 0 &&
-               atomic_load(&cm.state) != CM_OFF)
-            os_futex_wait(&cm.done, atomic_load(&cm.done), 50 * 1000 * 1000);
+        while ((int32_t)(atomic_load(&cm_state.done) - w) < 0 &&
+               atomic_load(&cm_state.state) != CM_OFF)
+            os_futex_wait(&cm_state.done, atomic_load(&cm_state.done), 50 * 1000 * 1000);
     return true;
 }
 
@@ -1080,22 +1096,23 @@ void mark_wait(void) {
     if (!concurrent_request())
         mark_run();
     else {
-        uint32_t w = atomic_load(&cm.want);
-        for (int k = 0; k < 200 && (int32_t)(atomic_load(&cm.done) - w) < 0 &&
-                        atomic_load(&cm.state) != CM_OFF; k++)
-            os_futex_wait(&cm.done, atomic_load(&cm.done), 50 * 1000 * 1000);
+        uint32_t w = atomic_load(&cm_state.want);
+        for (int k = 0; k < 200 && (int32_t)(atomic_load(&cm_state.done) - w) < 0 &&
+                        atomic_load(&cm_state.state) != CM_OFF; k++)
+            os_futex_wait(&cm_state.done, atomic_load(&cm_state.done), 50 * 1000 * 1000);
     }
 }
 
 void mark_init(void) {
-    ms.dangling = options_int(OPT_DANGLING) == 1;
-    cm.setting = (int)options_int(OPT_MARK);
-    if (cm.setting != 2)
+    mark_state.dangling = options_int(OPT_DANGLING) == 1;
+    cm_state.setting = (int)options_int(OPT_MARK);
+    if (cm_state.setting != 2)
         find_libc();
-    cm.verbose = options_int(OPT_VERBOSE) != 0;
-    cm.min_pages = ((size_t)options_int(OPT_MARK_CONCURRENT_MIB) << 20) >> PH_PAGE_SHIFT;
+    cm_state.verbose = options_int(OPT_VERBOSE) != 0;
+    cm_state.min_pages = ((size_t)options_int(OPT_MARK_CONCURRENT_MIB) << 20) >> PH_PAGE_SHIFT;
     int err;
-    cand_pages = os_alloc_meta(align_up((ph.hi - ph.lo) >> PH_PAGE_SHIFT, 64) / 8 + 8, &err);
+    mark_state.cand_pages =
+        os_alloc_meta(align_up((ph.hi - ph.lo) >> PH_PAGE_SHIFT, 64) / 8 + 8, &err);
 }
 
 bool mark_fork_prepare(void) {
@@ -1104,34 +1121,34 @@ bool mark_fork_prepare(void) {
     if (in_mark)
         return false; /* (a handler forking on the marking thread: nothing may be taken) */
     for (;;) {
-        atomic_fetch_add(&forking, 1);
-        if (!atomic_load(&stopping))
+        atomic_fetch_add(&mark_state.forking, 1);
+        if (!atomic_load(&mark_state.stopping))
             return true;
-        atomic_fetch_sub(&forking, 1);
-        while (atomic_load(&stopping))
+        atomic_fetch_sub(&mark_state.forking, 1);
+        while (atomic_load(&mark_state.stopping))
             os_yield(); /* (parked here if the stop goes ahead) */
     }
 }
 
-void mark_fork_parent(void) { atomic_fetch_sub(&forking, 1); }
+void mark_fork_parent(void) { atomic_fetch_sub(&mark_state.forking, 1); }
 
 void mark_fork_child(void) {
-    atomic_store(&forking, 0);
-    atomic_store(&stopping, 0);
+    atomic_store(&mark_state.forking, 0);
+    atomic_store(&mark_state.stopping, 0);
     /* The marker thread is not in the child: the child starts its own at its first mark. The
      * parent's write tracker is not the child's (its registrations are not inherited). */
-    if (atomic_load(&cm.started)) {
-        atomic_store(&cm.started, 0);
-        wtrack_close(&cm.wt); /* (the parent's: no range of the child is registered) */
+    if (atomic_load(&cm_state.started)) {
+        atomic_store(&cm_state.started, 0);
+        wtrack_close(&cm_state.wt); /* (the parent's: no range of the child is registered) */
         if (pagemap_valid())
-            os_close(cm.pm); /* (the parent's pagemap) */
-        cm.pm = -1;
-        atomic_store(&cm.done, atomic_load(&cm.want));
+            os_close(cm_state.pm); /* (the parent's pagemap) */
+        cm_state.pm = -1;
+        atomic_store(&cm_state.done, atomic_load(&cm_state.want));
     }
-    if (in_mark || !atomic_load_explicit(&marking, memory_order_acquire))
+    if (in_mark || !atomic_load_explicit(&mark_state.marking, memory_order_acquire))
         return;
     /* Another thread was marking; it does not exist here. Its candidates go back to the
      * quarantine (a slot it had released but not yet published stays unused here). */
     unmark(atomic_load_explicit(&ph.used_pages, memory_order_acquire), true);
-    atomic_store_explicit(&marking, 0, memory_order_release);
+    atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
 }
