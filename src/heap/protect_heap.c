@@ -22,58 +22,6 @@
 struct ph_heap ph;
 
 /* ---------------------------------------------------------------------------------------
- * Size classes: 16..128 by 16, then four per power of two up to 32 KiB. */
-static uint32_t class_bytes[PH_NUM_CLASSES];
-
-static inline unsigned class_of(size_t size) {
-    if (size <= 128)
-        return size ? (unsigned)((size - 1) >> 4) : 0;
-    unsigned b = 63 - (unsigned)__builtin_clzl(size - 1); /* >= 7 */
-    return 8 + (b - 7) * 4 + (unsigned)((size - 1) >> (b - 2)) - 4;
-}
-
-static void classes_init(void) {
-    for (unsigned k = 0; k < PH_NUM_CLASSES; k++) {
-        if (k < 8) {
-            class_bytes[k] = 16 * (k + 1);
-        } else {
-            unsigned b = 7 + (k - 8) / 4, m = 4 + (k - 8) % 4;
-            class_bytes[k] = (m + 1) << (b - 2);
-        }
-    }
-}
-
-/* The smallest class >= size whose slots are all aligned to align (<= 32 KiB), or -1. */
-static int class_aligned(size_t size, size_t align) {
-    for (unsigned k = class_of(size); k < PH_NUM_CLASSES; k++)
-        if (class_bytes[k] % align == 0)
-            return (int)k;
-    return -1;
-}
-
-/* ---------------------------------------------------------------------------------------
- * Locks: locks[0] guards the page allocator (bump, commit, free runs); locks[1 + c] the pool
- * of class c. One array, so fork takes them in address order (base/lock.h). */
-static oscar_lock locks[1 + PH_NUM_CLASSES];
-#define PAGE_LOCK (&locks[0])
-static struct ph_page *pools[PH_NUM_CLASSES];
-
-/* Free runs of pages: lists by length (1..RUN_LISTS-1), list 0 for longer runs. */
-#define RUN_LISTS 64
-static struct ph_page *runs[RUN_LISTS];
-static size_t committed_pages; /* under PAGE_LOCK */
-#define COMMIT_PAGES 1024      /* 64 MiB: one system call commits this much */
-
-/* Quarantine and live bytes, over the whole process (threads fold theirs in batches). */
-static _Atomic int64_t quar_bytes;  /* bytes in QUAR slots */
-static _Atomic int64_t held_bytes;  /* of those, found still referenced by the last mark */
-static _Atomic int64_t live_bytes;  /* bytes of LIVE slots and large objects */
-static int64_t trigger_floor, trigger_share, fold_at, hard_cap;
-
-static inline struct ph_meta *meta_of(size_t i) { return &ph.meta[i]; }
-static inline size_t page_no(const struct ph_page *pg) { return (size_t)(pg - ph.pages); }
-
-/* ---------------------------------------------------------------------------------------
  * Per-thread caches. */
 struct ph_cls {
     uint64_t bits;  /* free slots of the current page's word `word`, taken from local[] */
@@ -92,17 +40,89 @@ struct ph_tc {
     struct ph_tc *next;
 };
 
-static struct ph_tc empty_tc = {.state = TC_EMPTY};
-static struct ph_tc dead_tc = {.state = TC_DEAD};
-static __thread struct ph_tc *ph_tc __attribute__((tls_model("initial-exec"))) = &empty_tc;
+/* Free runs of pages: lists by length (1..RUN_LISTS-1), list 0 for longer runs. */
+#define RUN_LISTS 64
+#define COMMIT_PAGES 1024      /* 64 MiB: one system call commits this much */
+
+/* protect_heap's state (the heap's layout is ph, in protect_heap.h; ph_tc and attaching,
+ * below, are per thread). The tables are in ph_table_state, all zero (.bss). */
+static struct {
+    size_t committed_pages; /* under PAGE_LOCK */
+    /* Quarantine and live bytes, over the whole process (threads fold theirs in batches):
+     * atomic, lock-free. */
+    _Atomic int64_t quar_bytes;  /* bytes in QUAR slots */
+    _Atomic int64_t held_bytes;  /* of those, found still referenced by the last mark */
+    _Atomic int64_t live_bytes;  /* bytes of LIVE slots and large objects */
+    /* The quarantine's trigger, fold threshold and cap: set once at init. */
+    int64_t trigger_floor, trigger_share, fold_at, hard_cap;
+    /* Thread caches. The fallback cache (set once at init; used under fallback_lock), the
+     * live and the free ones (under registry_lock); exit_key set once at init. */
+    struct ph_tc *fallback_tc;
+    oscar_lock fallback_lock;
+    oscar_lock registry_lock;
+    struct ph_tc *live_tcs, *free_tcs;
+    pthread_key_t exit_key;
+    /* Thread caches are carved from the metadata reservation (not roots of the mark): the
+     * next and the end, under PAGE_LOCK (tc_end set once at init). */
+    uintptr_t tc_next, tc_end;
+    /* A dead thread's cache: its address marks a thread that has exited (never written). */
+    struct ph_tc dead_tc;
+    _Atomic uint64_t next_mark_ns; /* pacing: the next mark's monotonic time (atomic) */
+    atomic_int warned;  /* warn_cap said it: atomic exchange, once */
+} ph_state = {.fallback_lock = OSCAR_LOCK_INIT(FALLBACK_CACHE),
+              .registry_lock = OSCAR_LOCK_INIT(THREAD_REGISTRY),
+              .dead_tc = {.state = TC_DEAD}};
+
+static struct {
+    /* Size classes: 16..128 by 16, then four per power of two up to 32 KiB (set once at
+     * init: classes_init). */
+    uint32_t class_bytes[PH_NUM_CLASSES];
+    /* Locks: locks[0] guards the page allocator (bump, commit, free runs); locks[1 + c] the
+     * pool of class c. One array, so fork takes them in address order (base/lock.h). Ranked
+     * once at init. */
+    oscar_lock locks[1 + PH_NUM_CLASSES];
+    struct ph_page *pools[PH_NUM_CLASSES]; /* pools[c] under locks[1 + c] */
+    struct ph_page *runs[RUN_LISTS];       /* under PAGE_LOCK */
+    /* A new thread's cache: its address says the thread has none yet (never written). */
+    struct ph_tc empty_tc;
+} ph_table_state;
+#define PAGE_LOCK (&ph_table_state.locks[0])
+
+/* ---------------------------------------------------------------------------------------
+ * Size classes. */
+
+static inline unsigned class_of(size_t size) {
+    if (size <= 128)
+        return size ? (unsigned)((size - 1) >> 4) : 0;
+    unsigned b = 63 - (unsigned)__builtin_clzl(size - 1); /* >= 7 */
+    return 8 + (b - 7) * 4 + (unsigned)((size - 1) >> (b - 2)) - 4;
+}
+
+static void classes_init(void) {
+    for (unsigned k = 0; k < PH_NUM_CLASSES; k++) {
+        if (k < 8) {
+            ph_table_state.class_bytes[k] = 16 * (k + 1);
+        } else {
+            unsigned b = 7 + (k - 8) / 4, m = 4 + (k - 8) % 4;
+            ph_table_state.class_bytes[k] = (m + 1) << (b - 2);
+        }
+    }
+}
+
+/* The smallest class >= size whose slots are all aligned to align (<= 32 KiB), or -1. */
+static int class_aligned(size_t size, size_t align) {
+    for (unsigned k = class_of(size); k < PH_NUM_CLASSES; k++)
+        if (ph_table_state.class_bytes[k] % align == 0)
+            return (int)k;
+    return -1;
+}
+
+static inline struct ph_meta *meta_of(size_t i) { return &ph.meta[i]; }
+static inline size_t page_no(const struct ph_page *pg) { return (size_t)(pg - ph.pages); }
+
+static __thread struct ph_tc *ph_tc __attribute__((tls_model("initial-exec"))) =
+    &ph_table_state.empty_tc;
 static __thread int attaching __attribute__((tls_model("initial-exec")));
-static struct ph_tc *fallback_tc;
-static oscar_lock fallback_lock = OSCAR_LOCK_INIT(FALLBACK_CACHE);
-static oscar_lock registry_lock = OSCAR_LOCK_INIT(THREAD_REGISTRY);
-static struct ph_tc *live_tcs, *free_tcs;
-static pthread_key_t exit_key;
-/* Thread caches are carved from the metadata reservation (not roots of the mark). */
-static uintptr_t tc_next, tc_end;
 static int threads_init(void);
 
 /* ---------------------------------------------------------------------------------------
@@ -120,7 +140,7 @@ static size_t heap_bytes(void) {
 int protect_heap_init(void) {
     classes_init();
     for (unsigned i = 0; i < 1 + PH_NUM_CLASSES; i++)
-        oscar_lock_init(&locks[i], LOCK_PROTECT);
+        oscar_lock_init(&ph_table_state.locks[i], LOCK_PROTECT);
     int err = 0;
     size_t bytes = heap_bytes();
     void *lo = NULL;
@@ -147,13 +167,15 @@ int protect_heap_init(void) {
     ph.meta = (struct ph_meta *)(m + desc);
     ph.meta_lo = (uintptr_t)m;
     ph.meta_hi = (uintptr_t)m + desc + meta + tcs + 2 * cand;
-    tc_next = (uintptr_t)m + desc + meta;
-    tc_end = tc_next + tcs;
-    ph.cand = (_Atomic uint64_t *)tc_end; /* 2 * cand bytes: see protect_heap.h */
-    trigger_floor = (int64_t)options_int(OPT_QUARANTINE_FLOOR_KIB) << 10;
-    trigger_share = options_int(OPT_QUARANTINE_SHARE);
-    fold_at = trigger_floor < (64 << 10) ? (trigger_floor > 0 ? trigger_floor : 1) : (64 << 10);
-    hard_cap = (int64_t)options_int(OPT_QUARANTINE_CAP_MIB) << 20;
+    ph_state.tc_next = (uintptr_t)m + desc + meta;
+    ph_state.tc_end = ph_state.tc_next + tcs;
+    ph.cand = (_Atomic uint64_t *)ph_state.tc_end; /* 2 * cand bytes: see protect_heap.h */
+    ph_state.trigger_floor = (int64_t)options_int(OPT_QUARANTINE_FLOOR_KIB) << 10;
+    ph_state.trigger_share = options_int(OPT_QUARANTINE_SHARE);
+    ph_state.fold_at = ph_state.trigger_floor < (64 << 10)
+                           ? (ph_state.trigger_floor > 0 ? ph_state.trigger_floor : 1)
+                           : (64 << 10);
+    ph_state.hard_cap = (int64_t)options_int(OPT_QUARANTINE_CAP_MIB) << 20;
     return threads_init();
 }
 
@@ -162,7 +184,7 @@ int protect_heap_init(void) {
 
 static void run_unlink(struct ph_page *h) {
     size_t n = h->run;
-    struct ph_page **list = &runs[n < RUN_LISTS ? n : 0];
+    struct ph_page **list = &ph_table_state.runs[n < RUN_LISTS ? n : 0];
     if (h->prev)
         h->prev->next = h->next;
     else
@@ -203,7 +225,7 @@ static void run_insert(size_t i, size_t n) {
     }
     h->cls = 1;
     h->run = (uint32_t)n;
-    struct ph_page **list = &runs[n < RUN_LISTS ? n : 0];
+    struct ph_page **list = &ph_table_state.runs[n < RUN_LISTS ? n : 0];
     h->prev = NULL;
     h->next = *list;
     if (*list)
@@ -232,9 +254,9 @@ static size_t pages_alloc(size_t n) {
     oscar_lock_acquire(PAGE_LOCK);
     struct ph_page *h = NULL;
     for (size_t l = n; l < RUN_LISTS && !h; l++)
-        h = runs[l];
+        h = ph_table_state.runs[l];
     if (!h)
-        for (struct ph_page *r = runs[0]; r && !h; r = r->next)
+        for (struct ph_page *r = ph_table_state.runs[0]; r && !h; r = r->next)
             if (r->run >= n)
                 h = r;
     size_t i;
@@ -247,17 +269,17 @@ static size_t pages_alloc(size_t n) {
             oscar_lock_release(PAGE_LOCK);
             return (size_t)-1;
         }
-        if (i + n > committed_pages) {
-            size_t want = align_up(i + n - committed_pages, COMMIT_PAGES);
-            if (want > max - committed_pages)
-                want = max - committed_pages;
-            int err = os_map_private((void *)ph_page_base(committed_pages),
+        if (i + n > ph_state.committed_pages) {
+            size_t want = align_up(i + n - ph_state.committed_pages, COMMIT_PAGES);
+            if (want > max - ph_state.committed_pages)
+                want = max - ph_state.committed_pages;
+            int err = os_map_private((void *)ph_page_base(ph_state.committed_pages),
                                      want << PH_PAGE_SHIFT, false);
             if (err) {
                 oscar_lock_release(PAGE_LOCK);
                 return (size_t)-1;
             }
-            committed_pages += want;
+            ph_state.committed_pages += want;
         }
         atomic_store_explicit(&ph.used_pages, i + n, memory_order_release);
     }
@@ -273,9 +295,9 @@ static size_t pages_alloc(size_t n) {
 static struct ph_tc *tc_new(void) {
     size_t sz = align_up(sizeof(struct ph_tc), 64);
     oscar_lock_acquire(PAGE_LOCK);
-    uintptr_t p = tc_next;
-    if (tc_end - tc_next >= sz)
-        tc_next += sz;
+    uintptr_t p = ph_state.tc_next;
+    if (ph_state.tc_end - ph_state.tc_next >= sz)
+        ph_state.tc_next += sz;
     else
         p = 0;
     oscar_lock_release(PAGE_LOCK);
@@ -283,21 +305,21 @@ static struct ph_tc *tc_new(void) {
 }
 
 static void pool_push(unsigned c, struct ph_page *pg) {
-    oscar_lock_acquire(&locks[1 + c]);
+    oscar_lock_acquire(&ph_table_state.locks[1 + c]);
     pg->prev = NULL;
-    pg->next = pools[c];
-    pools[c] = pg;
-    oscar_lock_release(&locks[1 + c]);
+    pg->next = ph_table_state.pools[c];
+    ph_table_state.pools[c] = pg;
+    oscar_lock_release(&ph_table_state.locks[1 + c]);
 }
 
 static struct ph_page *pool_pop(unsigned c) {
-    if (!__atomic_load_n(&pools[c], __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&ph_table_state.pools[c], __ATOMIC_RELAXED))
         return NULL;
-    oscar_lock_acquire(&locks[1 + c]);
-    struct ph_page *pg = pools[c];
+    oscar_lock_acquire(&ph_table_state.locks[1 + c]);
+    struct ph_page *pg = ph_table_state.pools[c];
     if (pg)
-        pools[c] = pg->next;
-    oscar_lock_release(&locks[1 + c]);
+        ph_table_state.pools[c] = pg->next;
+    oscar_lock_release(&ph_table_state.locks[1 + c]);
     if (pg)
         pg->next = NULL;
     return pg;
@@ -353,12 +375,12 @@ static void tc_fold(struct ph_tc *tc) {
     stats_fold(tc->n_alloc, tc->n_free, tc->n_alloc - tc->n_large, tc->n_large, tc->n_realloc);
     tc->n_alloc = tc->n_free = tc->n_large = tc->n_realloc = 0;
     if (tc->live) {
-        atomic_fetch_add_explicit(&live_bytes, tc->live, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ph_state.live_bytes, tc->live, memory_order_relaxed);
         stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, tc->live);
         tc->live = 0;
     }
     if (tc->quar) {
-        atomic_fetch_add_explicit(&quar_bytes, tc->quar, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ph_state.quar_bytes, tc->quar, memory_order_relaxed);
         stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, tc->quar);
         tc->quar = 0;
     }
@@ -371,27 +393,27 @@ static void tc_release_pages(struct ph_tc *tc) {
 
 static void thread_exit(void *arg) {
     struct ph_tc *tc = arg;
-    ph_tc = &dead_tc;
+    ph_tc = &ph_state.dead_tc;
     tc_release_pages(tc);
     tc_fold(tc);
-    oscar_lock_acquire(&registry_lock);
-    for (struct ph_tc **p = &live_tcs; *p; p = &(*p)->next)
+    oscar_lock_acquire(&ph_state.registry_lock);
+    for (struct ph_tc **p = &ph_state.live_tcs; *p; p = &(*p)->next)
         if (*p == tc) {
             *p = tc->next;
             break;
         }
     tc->state = TC_EMPTY;
-    tc->next = free_tcs;
-    free_tcs = tc;
-    oscar_lock_release(&registry_lock);
+    tc->next = ph_state.free_tcs;
+    ph_state.free_tcs = tc;
+    oscar_lock_release(&ph_state.registry_lock);
 }
 
 static int threads_init(void) {
-    fallback_tc = tc_new();
-    if (!fallback_tc)
+    ph_state.fallback_tc = tc_new();
+    if (!ph_state.fallback_tc)
         return ENOMEM;
-    fallback_tc->state = TC_FALLBACK;
-    return pthread_key_create(&exit_key, thread_exit);
+    ph_state.fallback_tc->state = TC_FALLBACK;
+    return pthread_key_create(&ph_state.exit_key, thread_exit);
 }
 
 /* The calling thread's cache, attached now if needed; NULL: use the fallback. */
@@ -404,11 +426,11 @@ static struct ph_tc *tc_attach(void) {
     if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
         return NULL; /* (initialising: the fallback cache serves) */
     attaching = 1;
-    oscar_lock_acquire(&registry_lock);
-    tc = free_tcs;
+    oscar_lock_acquire(&ph_state.registry_lock);
+    tc = ph_state.free_tcs;
     if (tc)
-        free_tcs = tc->next;
-    oscar_lock_release(&registry_lock);
+        ph_state.free_tcs = tc->next;
+    oscar_lock_release(&ph_state.registry_lock);
     if (!tc)
         tc = tc_new();
     if (!tc) {
@@ -416,26 +438,26 @@ static struct ph_tc *tc_attach(void) {
         return NULL;
     }
     tc->state = TC_LIVE;
-    oscar_lock_acquire(&registry_lock);
-    tc->next = live_tcs;
-    live_tcs = tc;
-    oscar_lock_release(&registry_lock);
+    oscar_lock_acquire(&ph_state.registry_lock);
+    tc->next = ph_state.live_tcs;
+    ph_state.live_tcs = tc;
+    oscar_lock_release(&ph_state.registry_lock);
     ph_tc = tc;
-    pthread_setspecific(exit_key, tc);
+    pthread_setspecific(ph_state.exit_key, tc);
     attaching = 0;
     stats_add(STAT_THREADS_STARTED, 1);
     return tc;
 }
 
 void ph_fold_all(void) {
-    oscar_lock_acquire(&registry_lock);
-    for (struct ph_tc *tc = live_tcs; tc; tc = tc->next)
+    oscar_lock_acquire(&ph_state.registry_lock);
+    for (struct ph_tc *tc = ph_state.live_tcs; tc; tc = tc->next)
         tc_fold(tc);
-    oscar_lock_release(&registry_lock);
-    if (fallback_tc) {
-        oscar_lock_acquire(&fallback_lock);
-        tc_fold(fallback_tc);
-        oscar_lock_release(&fallback_lock);
+    oscar_lock_release(&ph_state.registry_lock);
+    if (ph_state.fallback_tc) {
+        oscar_lock_acquire(&ph_state.fallback_lock);
+        tc_fold(ph_state.fallback_tc);
+        oscar_lock_release(&ph_state.fallback_lock);
     }
 }
 
@@ -448,7 +470,7 @@ static struct ph_page *fresh_small_page(unsigned c) {
         return NULL;
     struct ph_page *pg = &ph.pages[i];
     struct ph_meta *m = meta_of(i);
-    uint32_t size = class_bytes[c];
+    uint32_t size = ph_table_state.class_bytes[c];
     uint32_t n = (uint32_t)(PH_PAGE / size);
     pg->cls = (uint8_t)c;
     pg->slot_size = size;
@@ -534,13 +556,13 @@ static void *small_slow(unsigned c, size_t size) {
             return NULL;
         return pop(tc, &tc->cls[c], size);
     }
-    if (!fallback_tc)
+    if (!ph_state.fallback_tc)
         return NULL; /* (not initialised and cannot be now) */
-    oscar_lock_acquire(&fallback_lock);
+    oscar_lock_acquire(&ph_state.fallback_lock);
     void *p = NULL;
-    if (fallback_tc->cls[c].bits || refill(&fallback_tc->cls[c], c))
-        p = pop(fallback_tc, &fallback_tc->cls[c], size);
-    oscar_lock_release(&fallback_lock);
+    if (ph_state.fallback_tc->cls[c].bits || refill(&ph_state.fallback_tc->cls[c], c))
+        p = pop(ph_state.fallback_tc, &ph_state.fallback_tc->cls[c], size);
+    oscar_lock_release(&ph_state.fallback_lock);
     return p;
 }
 
@@ -565,7 +587,7 @@ static void count_large(int64_t live) {
         }
         return;
     }
-    atomic_fetch_add_explicit(&live_bytes, live, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ph_state.live_bytes, live, memory_order_relaxed);
     stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, live);
     if (live > 0)
         stats_fold(1, 0, 0, 1, 0);
@@ -765,16 +787,16 @@ void *ph_aligned(size_t size, size_t align) {
  * unless the quarantine reaches PACE_SLACK times its trigger first (memory stays bounded). */
 #define PACE 4
 #define PACE_SLACK 4
-static _Atomic uint64_t next_mark_ns; /* monotonic clock */
 
 /* The quarantine not yet known to be still referenced, and what a mark waits for: its share
  * of the live heap, at least the floor. */
 static int64_t quarantine_and_trigger(int64_t *trigger) {
-    int64_t live = atomic_load_explicit(&live_bytes, memory_order_relaxed);
-    *trigger = trigger_floor > live * trigger_share / 100 ? trigger_floor
-                                                         : live * trigger_share / 100;
-    return atomic_load_explicit(&quar_bytes, memory_order_relaxed) -
-           atomic_load_explicit(&held_bytes, memory_order_relaxed);
+    int64_t live = atomic_load_explicit(&ph_state.live_bytes, memory_order_relaxed);
+    *trigger = ph_state.trigger_floor > live * ph_state.trigger_share / 100
+                   ? ph_state.trigger_floor
+                   : live * ph_state.trigger_share / 100;
+    return atomic_load_explicit(&ph_state.quar_bytes, memory_order_relaxed) -
+           atomic_load_explicit(&ph_state.held_bytes, memory_order_relaxed);
 }
 
 /* Is a mark due? The quarantine passed its share of the live heap (and the floor), and the
@@ -785,7 +807,7 @@ static bool due(void) {
         return false;
     if (q >= PACE_SLACK * trigger)
         return true;
-    uint64_t at = atomic_load_explicit(&next_mark_ns, memory_order_relaxed);
+    uint64_t at = atomic_load_explicit(&ph_state.next_mark_ns, memory_order_relaxed);
     return !at || os_monotonic_ns() >= at; /* (the clock is read only past the trigger) */
 }
 
@@ -800,8 +822,8 @@ static bool quarantined(size_t bytes) {
     if (unlikely(tc->state != TC_LIVE))
         tc = tc_attach(); /* (a thread that only frees, a consumer, gets its cache here) */
     if (unlikely(!tc)) {
-        atomic_fetch_add_explicit(&quar_bytes, (int64_t)bytes, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&live_bytes, (int64_t)bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ph_state.quar_bytes, (int64_t)bytes, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&ph_state.live_bytes, (int64_t)bytes, memory_order_relaxed);
         stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, (int64_t)bytes);
         stats_gauge_add(STAT_LIVE_BYTES, STAT_PEAK_LIVE_BYTES, -(int64_t)bytes);
         stats_fold(0, 1, 0, 0, 0);
@@ -810,7 +832,7 @@ static bool quarantined(size_t bytes) {
     tc->n_free++;
     tc->live -= (int64_t)bytes;
     tc->quar += (int64_t)bytes;
-    if (likely(tc->quar < fold_at))
+    if (likely(tc->quar < ph_state.fold_at))
         return false;
     tc_fold(tc);
     return due();
@@ -945,15 +967,15 @@ int ph_trim(void) {
     /* Pooled pages: no thread owns them, and none can take one while its class lock is held;
      * a free needs a live slot, so an empty page stays empty meanwhile. */
     for (unsigned c = 0; c < PH_NUM_CLASSES; c++) {
-        oscar_lock_acquire(&locks[1 + c]);
-        for (struct ph_page *pg = pools[c]; pg; pg = pg->next)
+        oscar_lock_acquire(&ph_table_state.locks[1 + c]);
+        for (struct ph_page *pg = ph_table_state.pools[c]; pg; pg = pg->next)
             if (page_empty(page_no(pg)) && drop_resident(ph_page_base(page_no(pg)), PH_PAGE))
                 released = true;
-        oscar_lock_release(&locks[1 + c]);
+        oscar_lock_release(&ph_table_state.locks[1 + c]);
     }
     oscar_lock_acquire(PAGE_LOCK);
     for (unsigned l = 0; l < RUN_LISTS; l++)
-        for (struct ph_page *h = runs[l]; h; h = h->next)
+        for (struct ph_page *h = ph_table_state.runs[l]; h; h = h->next)
             if (drop_resident(ph_page_base(page_no(h)), (size_t)h->run << PH_PAGE_SHIFT))
                 released = true;
     oscar_lock_release(PAGE_LOCK);
@@ -989,8 +1011,7 @@ void ph_release_large(size_t i) {
 }
 
 static void warn_cap(int64_t held) {
-    static atomic_int warned;
-    if (atomic_exchange(&warned, 1))
+    if (atomic_exchange(&ph_state.warned, 1))
         return;
     char buf[256];
     struct fmt f = FMT_INIT(buf);
@@ -1003,15 +1024,15 @@ static void warn_cap(int64_t held) {
 
 void ph_after_mark(uint64_t released, uint64_t held, uint64_t released_objects,
                    uint64_t held_objects, uint64_t mark_ns) {
-    atomic_store_explicit(&next_mark_ns, os_monotonic_ns() + PACE * mark_ns,
+    atomic_store_explicit(&ph_state.next_mark_ns, os_monotonic_ns() + PACE * mark_ns,
                           memory_order_relaxed);
-    atomic_fetch_sub_explicit(&quar_bytes, (int64_t)released, memory_order_relaxed);
-    atomic_store_explicit(&held_bytes, (int64_t)held, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&ph_state.quar_bytes, (int64_t)released, memory_order_relaxed);
+    atomic_store_explicit(&ph_state.held_bytes, (int64_t)held, memory_order_relaxed);
     stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, -(int64_t)released);
     stats_add(STAT_RELEASED_OBJECTS, (int64_t)released_objects);
     atomic_store_explicit(&oscar_stats[STAT_SCAN_STILL_REFERENCED], held_objects,
                           memory_order_relaxed);
-    if (hard_cap && (int64_t)held > hard_cap)
+    if (ph_state.hard_cap && (int64_t)held > ph_state.hard_cap)
         warn_cap((int64_t)held);
 }
 
@@ -1020,39 +1041,39 @@ void ph_after_mark(uint64_t released, uint64_t held, uint64_t released_objects,
  * the pools (their caches are reused by the child's next threads). */
 
 void ph_fork_prepare(void) {
-    oscar_lock_acquire(&registry_lock);
-    oscar_lock_acquire(&fallback_lock);
+    oscar_lock_acquire(&ph_state.registry_lock);
+    oscar_lock_acquire(&ph_state.fallback_lock);
     for (unsigned i = 0; i < 1 + PH_NUM_CLASSES; i++)
-        oscar_lock_acquire(&locks[i]);
+        oscar_lock_acquire(&ph_table_state.locks[i]);
 }
 
 void ph_fork_parent(void) {
     for (unsigned i = 1 + PH_NUM_CLASSES; i-- > 0;)
-        oscar_lock_release(&locks[i]);
-    oscar_lock_release(&fallback_lock);
-    oscar_lock_release(&registry_lock);
+        oscar_lock_release(&ph_table_state.locks[i]);
+    oscar_lock_release(&ph_state.fallback_lock);
+    oscar_lock_release(&ph_state.registry_lock);
 }
 
 void ph_fork_child(void) {
     for (unsigned i = 1 + PH_NUM_CLASSES; i-- > 0;)
-        oscar_lock_release(&locks[i]);
+        oscar_lock_release(&ph_table_state.locks[i]);
     struct ph_tc *self = ph_tc->state == TC_LIVE ? ph_tc : NULL;
-    struct ph_tc *tc = live_tcs;
-    live_tcs = NULL;
+    struct ph_tc *tc = ph_state.live_tcs;
+    ph_state.live_tcs = NULL;
     while (tc) {
         struct ph_tc *next = tc->next;
         if (tc == self) {
-            tc->next = live_tcs;
-            live_tcs = tc;
+            tc->next = ph_state.live_tcs;
+            ph_state.live_tcs = tc;
         } else {
             tc_release_pages(tc);
             tc_fold(tc);
             tc->state = TC_EMPTY;
-            tc->next = free_tcs;
-            free_tcs = tc;
+            tc->next = ph_state.free_tcs;
+            ph_state.free_tcs = tc;
         }
         tc = next;
     }
-    oscar_lock_release(&fallback_lock);
-    oscar_lock_release(&registry_lock);
+    oscar_lock_release(&ph_state.fallback_lock);
+    oscar_lock_release(&ph_state.registry_lock);
 }
