@@ -70,6 +70,11 @@ def test_allowed_list_says_when_a_file_can_leave_it(tmp_path):
     """A file of the allowed list that no longer holds a loose global gets a note (not a
     failure: its owner may clean it before editing the list)."""
     copy = copy_tree(tmp_path)
+    # (world.c is clean and off the list today: the copy's list takes it back for the test)
+    tool = copy / "tools" / "state.py"
+    text = tool.read_text()
+    assert "ALLOWED = {\n" in text
+    tool.write_text(text.replace("ALLOWED = {\n", 'ALLOWED = {\n    "scan/world.c": "test",\n', 1))
     f = copy / "src" / "scan" / "world.c"
     f.write_text("int world_nothing(void) { return 0; }\n")
     proc = run_checker(copy)
