@@ -53,9 +53,20 @@
 extern void _IO_list_lock(void);
 extern void _IO_list_unlock(void);
 
-static int copy_err;
-static bool world_stopped;
-static bool registered; /* fork_init ran: these handlers are the mode's (not protect mode's) */
+/* The handshake's word (see below). */
+struct fork_sync {
+    _Atomic uint32_t word;
+};
+/* Written by the forking thread between prepare and the parent's or child's handler (fork
+ * is serialised by the locks prepare takes), except `registered` (set once at init) and
+ * `sync_page` (mapped at the first fork). */
+static struct {
+    int copy_err;       /* the heap's copy failed (errno value), or 0 */
+    bool world_stopped; /* the other threads are parked */
+    bool registered;    /* fork_init ran: these handlers are the mode's (not protect mode's) */
+    struct fork_sync *sync_page; /* the handshake with the child (below) */
+    int saved_errno;    /* the program's errno, put back after the handshake */
+} fork_state;
 
 /* The handshake with the child. Until the child has remapped its heap onto the copy, its
  * shadows are still the parent's memfd; and glibc's fork walks every FILE in the child (it
@@ -66,38 +77,33 @@ static bool registered; /* fork_init ran: these handlers are the mode's (not pro
  * reached its handler within a second (a failed fork, or a child that died in glibc) or
  * when the child has exited. Failed forks are told apart by errno: zeroed in prepare, set
  * only by a failure. */
-struct fork_sync {
-    _Atomic uint32_t word;
-};
 #define SYNC_DONE 0x80000000u
-static struct fork_sync *sync_page;
-static int saved_errno;
 
 static void sync_prepare(void) {
-    if (!sync_page) {
+    if (!fork_state.sync_page) {
         int err;
-        sync_page = os_map_shared_anon(OSCAR_PAGE, &err);
+        fork_state.sync_page = os_map_shared_anon(OSCAR_PAGE, &err);
     }
-    if (sync_page)
-        atomic_store(&sync_page->word, 0);
-    saved_errno = errno;
+    if (fork_state.sync_page)
+        atomic_store(&fork_state.sync_page->word, 0);
+    fork_state.saved_errno = errno;
     errno = 0;
 }
 
 static void sync_child_started(void) {
-    if (sync_page) {
-        atomic_store(&sync_page->word, (uint32_t)os_getpid());
-        os_futex_wake_shared(&sync_page->word, 1);
+    if (fork_state.sync_page) {
+        atomic_store(&fork_state.sync_page->word, (uint32_t)os_getpid());
+        os_futex_wake_shared(&fork_state.sync_page->word, 1);
     }
 }
 
 /* From here on the child touches none of the parent's memory: the parent may go on. */
 static void sync_child_done(void) {
-    if (sync_page) {
-        atomic_store(&sync_page->word, (uint32_t)os_getpid() | SYNC_DONE);
-        os_futex_wake_shared(&sync_page->word, 1);
-        os_unmap(sync_page, OSCAR_PAGE); /* (the parent's, shared: ours comes at our fork) */
-        sync_page = NULL;
+    if (fork_state.sync_page) {
+        atomic_store(&fork_state.sync_page->word, (uint32_t)os_getpid() | SYNC_DONE);
+        os_futex_wake_shared(&fork_state.sync_page->word, 1);
+        os_unmap(fork_state.sync_page, OSCAR_PAGE); /* (the parent's, shared: ours comes at our fork) */
+        fork_state.sync_page = NULL;
     }
 }
 
@@ -107,12 +113,12 @@ static void sync_child_done(void) {
 static void sync_wait_child(pid_t child) {
     bool failed = errno != 0;
     if (!failed)
-        errno = saved_errno;
-    if (!sync_page || failed)
+        errno = fork_state.saved_errno;
+    if (!fork_state.sync_page || failed)
         return;
     uint64_t start = os_monotonic_ns();
     for (;;) {
-        uint32_t w = atomic_load(&sync_page->word);
+        uint32_t w = atomic_load(&fork_state.sync_page->word);
         if (w & SYNC_DONE)
             return;
         uint64_t waited = os_monotonic_ns() - start;
@@ -120,7 +126,7 @@ static void sync_wait_child(pid_t child) {
             return; /* never reached its handler */
         if (w != 0 && (os_child_gone(child ? child : (int)w) || waited > 60000000000u))
             return;
-        os_futex_wait_shared(&sync_page->word, w, 10000000);
+        os_futex_wait_shared(&fork_state.sync_page->word, w, 10000000);
     }
 }
 
@@ -135,33 +141,36 @@ extern FILE *_IO_iter_end(void);
 extern FILE *_IO_iter_next(FILE *it);
 extern FILE *_IO_iter_file(FILE *it);
 #define SAVED_LOCKS 256
+/* The saved locks (forking thread, the world stopped; all zero at start: .bss). */
 static struct {
-    uint64_t *at;
-    uint64_t word[2]; /* glibc's _IO_lock_t: lock, count, owner */
-} saved_locks[SAVED_LOCKS];
-static size_t nsaved_locks;
+    struct {
+        uint64_t *at;
+        uint64_t word[2]; /* glibc's _IO_lock_t: lock, count, owner */
+    } saved[SAVED_LOCKS];
+    size_t nsaved; /* entries of saved[] in use */
+} stdio_locks_state;
 
 static void save_stdio_locks(void) {
-    nsaved_locks = 0;
-    for (FILE *it = _IO_iter_begin(); it != _IO_iter_end() && nsaved_locks < SAVED_LOCKS;
+    stdio_locks_state.nsaved = 0;
+    for (FILE *it = _IO_iter_begin(); it != _IO_iter_end() && stdio_locks_state.nsaved < SAVED_LOCKS;
          it = _IO_iter_next(it)) {
         FILE *fp = _IO_iter_file(it);
         uint64_t *lock = (uint64_t *)fp->_lock;
         if ((fp->_flags & _IO_USER_LOCK) || !lock || !region_contains((uintptr_t)lock))
             continue;
-        saved_locks[nsaved_locks].at = lock;
-        saved_locks[nsaved_locks].word[0] = lock[0];
-        saved_locks[nsaved_locks].word[1] = lock[1];
-        nsaved_locks++;
+        stdio_locks_state.saved[stdio_locks_state.nsaved].at = lock;
+        stdio_locks_state.saved[stdio_locks_state.nsaved].word[0] = lock[0];
+        stdio_locks_state.saved[stdio_locks_state.nsaved].word[1] = lock[1];
+        stdio_locks_state.nsaved++;
     }
 }
 
 static void restore_stdio_locks(void) {
-    for (size_t i = 0; i < nsaved_locks; i++) {
-        saved_locks[i].at[0] = saved_locks[i].word[0];
-        saved_locks[i].at[1] = saved_locks[i].word[1];
+    for (size_t i = 0; i < stdio_locks_state.nsaved; i++) {
+        stdio_locks_state.saved[i].at[0] = stdio_locks_state.saved[i].word[0];
+        stdio_locks_state.saved[i].at[1] = stdio_locks_state.saved[i].word[1];
     }
-    nsaved_locks = 0;
+    stdio_locks_state.nsaved = 0;
 }
 
 static void prepare(void) {
@@ -177,21 +186,21 @@ static void prepare(void) {
      * stopped world the FILE locks are left alone: the other threads change them meanwhile,
      * and putting back a snapshot would leave a lock taken with no holder (the child's reset
      * of them can then still reach a lock in use: see docs/process-shapes.md). */
-    for (int attempt = 0; attempt < 3 && !world_stopped; attempt++)
-        world_stopped = world_stop() == 0;
-    if (world_stopped)
+    for (int attempt = 0; attempt < 3 && !fork_state.world_stopped; attempt++)
+        fork_state.world_stopped = world_stop() == 0;
+    if (fork_state.world_stopped)
         save_stdio_locks();
     sync_prepare();
-    copy_err = canon_fork_prepare();
+    fork_state.copy_err = canon_fork_prepare();
 }
 
 static void parent_of(pid_t child) {
     sync_wait_child(child);
     restore_stdio_locks();
-    if (world_stopped)
+    if (fork_state.world_stopped)
         world_resume();
-    world_stopped = false;
-    if (!copy_err)
+    fork_state.world_stopped = false;
+    if (!fork_state.copy_err)
         canon_fork_parent();
     reclaim_unlock();
     keep_unlock();
@@ -234,13 +243,13 @@ static void reguard(uintptr_t p, uintptr_t q) {
 /* libc_fork: glibc's fork reset stdio's list lock in the child (_Fork and clone did not). */
 static void child_common(bool libc_fork) {
     sync_child_started();
-    if (world_stopped)
+    if (fork_state.world_stopped)
         world_resume(); /* (the parked threads are not in the child: this frees the lock) */
-    world_stopped = false;
-    if (copy_err)
-        report_fatal("fork: cannot copy the canonical heap for the child", copy_err);
-    if ((copy_err = canon_fork_child()) != 0)
-        report_fatal("fork: cannot map the canonical heap's copy in the child", copy_err);
+    fork_state.world_stopped = false;
+    if (fork_state.copy_err)
+        report_fatal("fork: cannot copy the canonical heap for the child", fork_state.copy_err);
+    if ((fork_state.copy_err = canon_fork_child()) != 0)
+        report_fatal("fork: cannot map the canonical heap's copy in the child", fork_state.copy_err);
     uintptr_t end = oscar_region.base + region_used();
     for (uintptr_t p = oscar_region.base; p < end;) {
         uint64_t e = region_load(p);
@@ -275,13 +284,13 @@ static void child_common(bool libc_fork) {
     thread_unlock_registry();
     if (!libc_fork)
         _IO_list_unlock();
-    errno = saved_errno;
+    errno = fork_state.saved_errno;
 }
 
 static void child(void) { child_common(true); }
 
 void fork_init(void) {
-    registered = true;
+    fork_state.registered = true;
     world_init();
     pthread_atfork(prepare, parent, child);
 }
@@ -303,7 +312,7 @@ OSCAR_EXPORT pid_t _Fork(void) {
         errno = ENOSYS;
         return -1;
     }
-    if (!registered) /* protect mode: its heap is private memory, copied by the kernel */
+    if (!fork_state.registered) /* protect mode: its heap is private memory, copied by the kernel */
         return fn();
     prepare();
     pid_t pid = fn();
@@ -342,7 +351,7 @@ OSCAR_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...
     }
     /* Threads, vfork, posix_spawn: the memory is shared, not copied. Protect mode: its heap
      * is private memory, copied by the kernel. */
-    if ((flags & CLONE_VM) || !registered)
+    if ((flags & CLONE_VM) || !fork_state.registered)
         return real(fn, stack, flags, arg, ptid, tls, ctid);
     struct clone_start start = {fn, arg};
     prepare();

@@ -21,18 +21,27 @@ struct pool {
     oscar_lock lock;
     struct span *head;
 };
-static struct pool class_pools[NUM_CLASSES];
-static struct pool empty_pool; /* punched spans ready for any class */
-/* Packed reuse spans with enough reusable pages to be worth a new mapping, per class. */
-static struct pool reuse_pools[NUM_CLASSES];
+/* The span pools (all zero at start: .bss). Each pool's list is guarded by its own lock. */
+static struct {
+    struct pool class_pools[NUM_CLASSES]; /* spans with free slots, per class */
+    struct pool empty_pool;               /* punched spans ready for any class */
+    /* Packed reuse spans with enough reusable pages to be worth a new mapping, per class. */
+    struct pool reuse_pools[NUM_CLASSES];
+} pools_state;
 
 /* A span is offered for reuse once this many of its pages are reusable: a new mapping, a
  * guard call for the pages still in use and a populate call then serve them all. */
 #define REUSE_MIN_PAGES(span_pages) ((span_pages) >= 16 ? (span_pages) / 4 : 1)
-/* Reusable pages whose memory is kept for the next objects (not punched and zeroed
- * again), over the whole process: OSCAR_KEEP_FREED_MIB. */
-static int64_t idle_max_pages;
-static _Atomic int64_t idle_pages;
+static struct {
+    /* Reusable pages whose memory is kept for the next objects (not punched and zeroed
+     * again), over the whole process: at most idle_max_pages (OSCAR_KEEP_FREED_MIB, set once
+     * at init); idle_pages: atomic, lock-free. */
+    int64_t idle_max_pages;
+    _Atomic int64_t idle_pages;
+    /* Pages [0, dump_pages) of the window are dumpable (dump_cover: atomic, raised under
+     * pools_state.empty_pool's lock). */
+    _Atomic uint64_t dump_pages;
+} canon_state;
 
 /* The heap's descriptor, while it is still ours: the program may close it (closefrom) or put
  * another file in its place (dup2). Checked by inode on the rare paths that use it (fork,
@@ -101,14 +110,14 @@ int canon_init(void) {
     int err = 0;
     stats_set_resident_hook(canon_resident);
     for (unsigned c = 0; c < NUM_CLASSES; c++) {
-        oscar_lock_init(&class_pools[c].lock, LOCK_CLASS_POOL);
-        oscar_lock_init(&reuse_pools[c].lock, LOCK_REUSE_POOL);
+        oscar_lock_init(&pools_state.class_pools[c].lock, LOCK_CLASS_POOL);
+        oscar_lock_init(&pools_state.reuse_pools[c].lock, LOCK_REUSE_POOL);
     }
-    oscar_lock_init(&empty_pool.lock, LOCK_EMPTY_POOL);
+    oscar_lock_init(&pools_state.empty_pool.lock, LOCK_EMPTY_POOL);
     oscar_canon.span_pages = (unsigned)options_int(OPT_RUN_PAGES);
     if (oscar_canon.span_pages > 1 && !(oscar_canon.span_pages & (oscar_canon.span_pages - 1)))
         oscar_canon.span_shift = (unsigned)__builtin_ctz(oscar_canon.span_pages);
-    idle_max_pages = (int64_t)options_int(OPT_KEEP_FREED_MIB) << (20 - OSCAR_PAGE_SHIFT);
+    canon_state.idle_max_pages = (int64_t)options_int(OPT_KEEP_FREED_MIB) << (20 - OSCAR_PAGE_SHIFT);
     /* Sparse: its size costs nothing until pages are touched. Under a finite RLIMIT_AS the
      * window counts, so it gets a quarter of the region (every canonical page in use is
      * mapped by at least one shadow page), at least 64 MiB. */
@@ -184,19 +193,18 @@ static void span_format(struct span *s, unsigned cls) {
     atomic_store(&s->claimed, 0);
 }
 
-/* Core dumps: the window is mapped left out of them (os_map_window); its pages [0, dump_pages)
+/* Core dumps: the window is mapped left out of them (os_map_window); its pages [0, canon_state.dump_pages)
  * are made dumpable as the heap grows into them, in doubling steps (a few system calls in a
  * process's life), so that every shadow aliased from them is dumpable too (an alias inherits
  * the flag) and a debugger reads live objects through their addresses in a core. The core
  * holds the used heap twice (window and shadows), never the reserved rest (docs/reports.md). */
 #define DUMP_FIRST_PAGES ((16ULL << 20) >> OSCAR_PAGE_SHIFT)
-static _Atomic uint64_t dump_pages;
 
 static void dump_cover(uint64_t end_page) {
-    if (atomic_load_explicit(&dump_pages, memory_order_acquire) >= end_page)
+    if (atomic_load_explicit(&canon_state.dump_pages, memory_order_acquire) >= end_page)
         return;
-    oscar_lock_acquire(&empty_pool.lock); /* (rare: the heap's high-water mark doubled) */
-    uint64_t have = atomic_load(&dump_pages), max = atomic_load(&oscar_canon.max_pages);
+    oscar_lock_acquire(&pools_state.empty_pool.lock); /* (rare: the heap's high-water mark doubled) */
+    uint64_t have = atomic_load(&canon_state.dump_pages), max = atomic_load(&oscar_canon.max_pages);
     if (have < end_page) {
         uint64_t want = have ? have * 2 : DUMP_FIRST_PAGES;
         while (want < end_page)
@@ -206,20 +214,20 @@ static void dump_cover(uint64_t end_page) {
             want = max;
         os_dump((void *)(oscar_canon.window + (have << OSCAR_PAGE_SHIFT)),
                 (want - have) << OSCAR_PAGE_SHIFT, true);
-        atomic_store_explicit(&dump_pages, want, memory_order_release);
+        atomic_store_explicit(&canon_state.dump_pages, want, memory_order_release);
     }
-    oscar_lock_release(&empty_pool.lock);
+    oscar_lock_release(&pools_state.empty_pool.lock);
 }
 
 /* A span nobody uses: from the empty pool, else never used before; NULL when exhausted. */
 static struct span *take_unused_span(void) {
     struct span *s = NULL;
-    oscar_lock_acquire(&empty_pool.lock);
-    if (empty_pool.head) {
-        s = empty_pool.head;
-        pool_unlink(&empty_pool, s);
+    oscar_lock_acquire(&pools_state.empty_pool.lock);
+    if (pools_state.empty_pool.head) {
+        s = pools_state.empty_pool.head;
+        pool_unlink(&pools_state.empty_pool, s);
     }
-    oscar_lock_release(&empty_pool.lock);
+    oscar_lock_release(&pools_state.empty_pool.lock);
     if (!s) {
         uint64_t id = atomic_fetch_add(&oscar_canon.next_span, 1);
         /* (read after the claim: canon_shrink lowers it, then checks next_span) */
@@ -234,7 +242,7 @@ static struct span *take_unused_span(void) {
 }
 
 struct span *canon_span_acquire(unsigned cls) {
-    struct pool *p = &class_pools[cls];
+    struct pool *p = &pools_state.class_pools[cls];
     struct span *s = NULL;
     oscar_lock_acquire(&p->lock);
     if (p->head) {
@@ -281,13 +289,13 @@ struct span *canon_span_acquire_packed(unsigned cls, bool reuse) {
 }
 
 bool canon_idle_reserve(void) {
-    if (atomic_fetch_add(&idle_pages, 1) < idle_max_pages)
+    if (atomic_fetch_add(&canon_state.idle_pages, 1) < canon_state.idle_max_pages)
         return true;
-    atomic_fetch_sub(&idle_pages, 1);
+    atomic_fetch_sub(&canon_state.idle_pages, 1);
     return false;
 }
 
-void canon_idle_unreserve(void) { atomic_fetch_sub(&idle_pages, 1); }
+void canon_idle_unreserve(void) { atomic_fetch_sub(&canon_state.idle_pages, 1); }
 
 void canon_packed_page_reusable(uint64_t page, bool idle) {
     struct span *s = canon_span_of(page);
@@ -298,7 +306,7 @@ void canon_packed_page_reusable(uint64_t page, bool idle) {
     int32_t n = atomic_fetch_add(&s->n_reusable, 1) + 1;
     if (n >= (int32_t)REUSE_MIN_PAGES(oscar_canon.span_pages) &&
         !atomic_exchange(&s->in_reuse_pool, 1)) {
-        struct pool *p = &reuse_pools[s->cls];
+        struct pool *p = &pools_state.reuse_pools[s->cls];
         oscar_lock_acquire(&p->lock);
         pool_push(p, s);
         oscar_lock_release(&p->lock);
@@ -306,7 +314,7 @@ void canon_packed_page_reusable(uint64_t page, bool idle) {
 }
 
 struct span *canon_span_reuse_packed(unsigned cls, uint64_t *mask) {
-    struct pool *p = &reuse_pools[cls];
+    struct pool *p = &pools_state.reuse_pools[cls];
     for (;;) {
         oscar_lock_acquire(&p->lock);
         struct span *s = p->head;
@@ -324,7 +332,7 @@ struct span *canon_span_reuse_packed(unsigned cls, uint64_t *mask) {
             taken += __builtin_popcountll(mask[w]);
         }
         atomic_fetch_sub(&s->n_reusable, taken);
-        atomic_fetch_sub(&idle_pages, atomic_exchange(&s->n_idle, 0));
+        atomic_fetch_sub(&canon_state.idle_pages, atomic_exchange(&s->n_idle, 0));
         if (!taken)
             continue; /* raced with another taker */
         uint64_t first = canon_span_first_page(s);
@@ -408,9 +416,9 @@ void canon_span_release_memory(struct span *s) {
     stats_gauge_add(STAT_CANONICAL_BYTES, STAT_PEAK_CANONICAL_BYTES,
                     -(int64_t)oscar_canon.span_pages * (int64_t)OSCAR_PAGE);
     atomic_store(&s->state, SPAN_EMPTY);
-    oscar_lock_acquire(&empty_pool.lock);
-    pool_push(&empty_pool, s);
-    oscar_lock_release(&empty_pool.lock);
+    oscar_lock_acquire(&pools_state.empty_pool.lock);
+    pool_push(&pools_state.empty_pool, s);
+    oscar_lock_release(&pools_state.empty_pool.lock);
 }
 
 static uint32_t span_capacity(const struct span *s) {
@@ -424,7 +432,7 @@ static void span_maybe_pool(struct span *s) {
         return;
     if (!atomic_compare_exchange_strong(&s->state, &expect, SPAN_POOLING))
         return;
-    struct pool *p = &class_pools[s->cls];
+    struct pool *p = &pools_state.class_pools[s->cls];
     oscar_lock_acquire(&p->lock);
     if (atomic_load(&s->claimed) == 0) {
         /* Everything was freed while it was detached. */
@@ -465,7 +473,7 @@ void canon_release_slot(uint64_t page, unsigned slot) {
     if (state == SPAN_DETACHED) {
         span_maybe_pool(s);
     } else if (state == SPAN_POOLED && left == 0) {
-        struct pool *p = &class_pools[s->cls];
+        struct pool *p = &pools_state.class_pools[s->cls];
         oscar_lock_acquire(&p->lock);
         /* Re-check under the lock: only an owner (which needs this lock to take the span
          * from the pool) can raise `claimed` again. */
@@ -482,18 +490,18 @@ void canon_release_slot(uint64_t page, unsigned slot) {
 
 void canon_lock_all(void) {
     for (unsigned c = 0; c < NUM_CLASSES; c++)
-        oscar_lock_acquire(&class_pools[c].lock);
-    oscar_lock_acquire(&empty_pool.lock);
+        oscar_lock_acquire(&pools_state.class_pools[c].lock);
+    oscar_lock_acquire(&pools_state.empty_pool.lock);
     for (unsigned c = 0; c < NUM_CLASSES; c++)
-        oscar_lock_acquire(&reuse_pools[c].lock);
+        oscar_lock_acquire(&pools_state.reuse_pools[c].lock);
 }
 
 void canon_unlock_all(void) {
     for (unsigned c = NUM_CLASSES; c-- > 0;)
-        oscar_lock_release(&reuse_pools[c].lock);
-    oscar_lock_release(&empty_pool.lock);
+        oscar_lock_release(&pools_state.reuse_pools[c].lock);
+    oscar_lock_release(&pools_state.empty_pool.lock);
     for (unsigned c = NUM_CLASSES; c-- > 0;)
-        oscar_lock_release(&class_pools[c].lock);
+        oscar_lock_release(&pools_state.class_pools[c].lock);
 }
 
 uint64_t canon_unused(void) {
@@ -536,10 +544,10 @@ void canon_shrink(uint64_t keep) {
  * under a small RLIMIT_FSIZE, a new anonymous shared object) mapped at `copy`. The child
  * moves it over its window and aliases its shadows from there; no descriptor is needed. */
 static struct {
-    int fd;
-    uint64_t dev, ino;
-    uintptr_t map;
-} copy = {-1, 0, 0, 0};
+    int fd;            /* the copy's memfd, or -1 */
+    uint64_t dev, ino; /* its identity */
+    uintptr_t map;     /* where it is mapped in the parent */
+} copy_state = {-1, 0, 0, 0}; /* (written by the forking thread, the world stopped) */
 
 static bool all_zero(const uint64_t *w, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -549,7 +557,7 @@ static bool all_zero(const uint64_t *w, size_t n) {
 }
 
 /* The heap's descriptor is gone: copy the spans in use page by page from the window. Pages
- * that read as zeros stay holes in the copy. (Reading a hole faults a page into the heap;
+ * that read as zeros stay holes in the copy_state. (Reading a hole faults a page into the heap;
  * it is not punched again: a thread the stop missed could be writing to it.) */
 static void copy_from_window(void) {
     uint64_t nspans = oscar_canon.max_pages / oscar_canon.span_pages;
@@ -564,7 +572,7 @@ static void copy_from_window(void) {
             const uint64_t *from = (const uint64_t *)(oscar_canon.window + (pg << OSCAR_PAGE_SHIFT));
             if (all_zero(from, OSCAR_PAGE / 8))
                 continue;
-            uint64_t *to = (uint64_t *)(copy.map + (pg << OSCAR_PAGE_SHIFT));
+            uint64_t *to = (uint64_t *)(copy_state.map + (pg << OSCAR_PAGE_SHIFT));
             for (size_t i = 0; i < OSCAR_PAGE / 8; i++)
                 to[i] = from[i];
         }
@@ -573,8 +581,8 @@ static void copy_from_window(void) {
 
 /* Copy [0, len) of the heap's memfd into the copy, data ranges only. */
 static int copy_from_fd(uint64_t len) {
-    if (copy.fd >= 0)
-        return os_copy_file(oscar_canon.fd, copy.fd, len);
+    if (copy_state.fd >= 0)
+        return os_copy_file(oscar_canon.fd, copy_state.fd, len);
     for (uint64_t pos = 0, data, hole; pos < len; pos = hole) {
         int err = os_next_data(oscar_canon.fd, pos, &data, &hole);
         if (err == ENXIO)
@@ -585,7 +593,7 @@ static int copy_from_fd(uint64_t len) {
             return 0;
         if (hole > len)
             hole = len;
-        if ((err = os_pread_all(oscar_canon.fd, (void *)(copy.map + data), hole - data, data)))
+        if ((err = os_pread_all(oscar_canon.fd, (void *)(copy_state.map + data), hole - data, data)))
             return err;
     }
     return 0;
@@ -593,7 +601,7 @@ static int copy_from_fd(uint64_t len) {
 
 int canon_fork_prepare(void) {
     uint64_t bytes = oscar_canon.max_pages << OSCAR_PAGE_SHIFT;
-    int err = open_heap(bytes, &copy.fd, &copy.dev, &copy.ino, &copy.map);
+    int err = open_heap(bytes, &copy_state.fd, &copy_state.dev, &copy_state.ino, &copy_state.map);
     if (err)
         return err;
     uint64_t used = atomic_load(&oscar_canon.next_span) * oscar_canon.span_pages;
@@ -609,28 +617,28 @@ int canon_fork_prepare(void) {
 }
 
 void canon_fork_parent(void) {
-    if (copy.map)
-        os_unmap((void *)copy.map, oscar_canon.max_pages << OSCAR_PAGE_SHIFT);
-    if (copy.fd >= 0)
-        os_close(copy.fd);
-    copy.map = 0;
-    copy.fd = -1;
+    if (copy_state.map)
+        os_unmap((void *)copy_state.map, oscar_canon.max_pages << OSCAR_PAGE_SHIFT);
+    if (copy_state.fd >= 0)
+        os_close(copy_state.fd);
+    copy_state.map = 0;
+    copy_state.fd = -1;
 }
 
 int canon_fork_child(void) {
-    int err = os_move_mapping((void *)copy.map, oscar_canon.max_pages << OSCAR_PAGE_SHIFT,
+    int err = os_move_mapping((void *)copy_state.map, oscar_canon.max_pages << OSCAR_PAGE_SHIFT,
                               (void *)oscar_canon.window);
     if (err)
         return err;
     if (fd_is_ours())
         os_close(oscar_canon.fd); /* the parent's heap */
-    oscar_canon.fd = copy.fd;
-    oscar_canon.fd_dev = copy.dev;
-    oscar_canon.fd_ino = copy.ino;
-    copy.map = 0;
-    copy.fd = -1;
+    oscar_canon.fd = copy_state.fd;
+    oscar_canon.fd_dev = copy_state.dev;
+    oscar_canon.fd_ino = copy_state.ino;
+    copy_state.map = 0;
+    copy_state.fd = -1;
     /* The copy was mapped left out of core dumps whole: the used part is dumpable again. */
-    uint64_t dump = atomic_load(&dump_pages);
+    uint64_t dump = atomic_load(&canon_state.dump_pages);
     if (dump)
         os_dump((void *)oscar_canon.window, dump << OSCAR_PAGE_SHIFT, true);
     return 0;
