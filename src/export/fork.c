@@ -142,12 +142,13 @@ extern FILE *_IO_iter_next(FILE *it);
 extern FILE *_IO_iter_file(FILE *it);
 #define SAVED_LOCKS 256
 /* The saved locks (forking thread, the world stopped; all zero at start: .bss). */
+struct saved_lock {
+    uint64_t *at;     /* the FILE's lock */
+    uint64_t word[2]; /* its value: glibc's _IO_lock_t: lock, count, owner */
+};
 static struct {
-    struct {
-        uint64_t *at;
-        uint64_t word[2]; /* glibc's _IO_lock_t: lock, count, owner */
-    } saved[SAVED_LOCKS];
-    size_t nsaved; /* entries of saved[] in use */
+    struct saved_lock saved[SAVED_LOCKS]; /* a FILE's lock and its value before fork */
+    size_t nsaved;                        /* entries of saved[] in use */
 } stdio_locks_state;
 
 static void save_stdio_locks(void) {
