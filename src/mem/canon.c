@@ -72,14 +72,7 @@ static int new_memfd(uint64_t bytes, uint64_t *dev, uint64_t *ino) {
     int fd;
     if (os_memfd("oscar-canonical-heap", &fd) != 0)
         return -1;
-    /* Near the soft descriptor limit, but at most ~1000: a bigger number would make the
-     * kernel grow the process's descriptor table to it (memory, and fork copies it). */
-    uint64_t nofile;
-    int high = 1000;
-    if (os_rlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile < 1024)
-        high = nofile > 64 ? (int)nofile - 24 : (int)nofile / 2;
-    if (fd < high)
-        fd = os_fd_move_high(fd, high);
+    fd = os_fd_out_of_way(fd);
     if (os_ftruncate(fd, bytes) != 0 || os_fd_id(fd, dev, ino) != 0) {
         os_close(fd);
         return -1;

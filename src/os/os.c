@@ -581,7 +581,15 @@ int os_fd_id(int fd, uint64_t *dev, uint64_t *ino) {
     return err;
 }
 
-int os_fd_move_high(int fd, int min) {
+int os_fd_out_of_way(int fd) {
+    /* Near the soft descriptor limit, but at most ~1000: a bigger number would make the
+     * kernel grow the process's descriptor table to it (memory, and fork copies it). */
+    uint64_t nofile;
+    int min = 1000;
+    if (os_rlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile < 1024)
+        min = nofile > 64 ? (int)nofile - 24 : (int)nofile / 2;
+    if (fd >= min)
+        return fd;
     os_count(OS_CALL_OTHER);
     long r = sys6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min, 0, 0, 0);
     if (err_of(r))

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,20 +36,12 @@ static long call(long n, long a, long b, long c) {
     return r;
 }
 
-int wtrack_fd_high(int fd) {
-    uint64_t nofile;
-    int high = 1000;
-    if (os_rlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile < 1024)
-        high = nofile > 64 ? (int)nofile - 24 : (int)nofile / 2;
-    return fd < high ? os_fd_move_high(fd, high) : fd;
-}
-
 int wtrack_open(struct wtrack *t) {
     t->fd = -1;
     long fd = call(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY, 0, 0);
     if (fd < 0)
         return (int)-fd;
-    fd = wtrack_fd_high((int)fd);
+    fd = os_fd_out_of_way((int)fd);
     struct uffdio_api api = {.api = UFFD_API, .features = FEATURE_WP_ASYNC};
     long r = call(SYS_ioctl, fd, (long)UFFDIO_API, (long)&api);
     if (r == 0 && !(api.features & FEATURE_WP_ASYNC))

@@ -45,7 +45,4 @@ long wtrack_written(int pagemap_fd, uintptr_t *from, uintptr_t hi, struct wtrack
                     size_t max, bool reprotect);
 /* Close the tracker (if the descriptor is still ours): every page is writable again. */
 void wtrack_close(struct wtrack *t);
-/* A descriptor moved out of the program's way: high (near the soft limit, at most ~1000) and
- * close-on-exec. Returns the new number (fd itself if it could not move). */
-int wtrack_fd_high(int fd);
 #endif

@@ -67,8 +67,8 @@ static struct {
      * NULL (no memory for it): every page. Allocated once by mark_init. */
     uint64_t *cand_pages;
     atomic_int warned; /* warn_once said it: atomic exchange, once */
-    /* Not roots: the heap and all of Oscar's metadata (mark_stopped: the marking thread, world
-     * stopped; static, not on the stack: ph.lo is the address of the heap's first object). */
+    /* Not roots: the heap and all of Oscar's metadata (not_roots: whichever thread holds
+     * `marking`; static, not on the stack: ph.lo is the address of the heap's first object). */
     struct root_range ex[1 + OS_META_RANGES_MAX];
 } mark_state;
 
@@ -597,18 +597,24 @@ static void warn_once(const char *why) {
 /* Pass 1 with the world stopped. saved: the marking thread's callee-saved registers, pushed
  * by mark_run on its stack; the thread's own stack is a root from there up only (below lie
  * the mark's own frames, whose stale slots would keep objects for nothing). */
-__attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
-    /* Not roots: the heap and all of Oscar's metadata (the heap's among it). */
+/* Fills mark_state.ex with what is no root, the heap and all of Oscar's metadata (the
+ * heap's among it); returns how many ranges. */
+static size_t not_roots(void) {
     struct root_range *ex = mark_state.ex;
     size_t nex = 0;
     ex[nex++] = (struct root_range){ph.lo, ph.hi};
     for (size_t i = 0, n = os_meta_count(); i < n; i++)
         if (os_meta_range(i, &ex[nex].lo, &ex[nex].hi))
             nex++;
+    return nex;
+}
+
+__attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
+    size_t nex = not_roots();
     candidates(used);
     /* This thread's stack is a root from the saved registers up: below lie the mark's own
      * frames (cut only within this stack's own mapping, never another thread's below it). */
-    int err = roots_for_each(scan_root, NULL, ex, nex, (uintptr_t)saved);
+    int err = roots_for_each(scan_root, NULL, mark_state.ex, nex, (uintptr_t)saved);
     if (err)
         return err;
     mark_state.name = NULL;
@@ -704,6 +710,24 @@ static void resume_world(void) {
     atomic_store(&mark_state.stopping, 0);
 }
 
+/* The end of a round, stopped or concurrent, once the world runs again: its figures (stop_ns:
+ * how long the world was stopped), then, if the roots were read (err 0), the release of every
+ * unmarked candidate of pages [0, used). t0: when the round began (the next is paced by it). */
+static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
+    stats_add(STAT_SCAN_ROUNDS, 1);
+    stats_add(STAT_SCAN_BYTES, (int64_t)mark_state.scanned);
+    note_pause(stop_ns / 1000);
+    if (err) {
+        warn_once("cannot read the process's mappings");
+        stats_add(STAT_SCAN_SKIPPED, 1);
+        return;
+    }
+    struct tally t = {0, 0, 0, 0};
+    release_heap(used, &t, true, false);
+    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects,
+                  os_monotonic_ns() - t0);
+}
+
 /* open_tracking: also open the write tracker while the world is stopped (the marker thread:
  * its next rounds are concurrent); its error is returned (0: open, or not asked for). */
 static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
@@ -726,19 +750,7 @@ static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
     if (err)
         unmark(used, false);
     resume_world();
-    uint64_t t1 = os_monotonic_ns();
-    stats_add(STAT_SCAN_ROUNDS, 1);
-    stats_add(STAT_SCAN_BYTES, (int64_t)mark_state.scanned);
-    note_pause((t1 - t0) / 1000);
-    if (err) {
-        warn_once("cannot read the process's mappings");
-        stats_add(STAT_SCAN_SKIPPED, 1);
-        return track_err;
-    }
-    struct tally t = {0, 0, 0, 0};
-    release_heap(used, &t, true, false);
-    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects,
-                  os_monotonic_ns() - t0);
+    finish_round(used, err, t0, os_monotonic_ns() - t0);
     return track_err;
 }
 
@@ -796,8 +808,6 @@ static struct {
 /* The concurrent mark's tables (all zero: .bss, apart from cm_state's initialised fields). */
 static struct {
     struct wtrack_run runs[RUNS_MAX]; /* PAGEMAP_SCAN's answers (marker only) */
-    /* Not roots (concurrent_mark's, the marker thread only): as mark_state.ex. */
-    struct root_range ex[1 + OS_META_RANGES_MAX];
 } cm_buf_state;
 
 static void say_stopped_marks(int err) {
@@ -833,7 +843,7 @@ static int open_trackers(void) {
         long pm = os_open_read("/proc/self/pagemap");
         if (pm < 0)
             return (int)-pm;
-        cm_state.pm = wtrack_fd_high((int)pm);
+        cm_state.pm = os_fd_out_of_way((int)pm);
         if (os_fd_id(cm_state.pm, &cm_state.pm_dev, &cm_state.pm_ino) != 0) {
             os_close(cm_state.pm);
             cm_state.pm = -1;
@@ -897,12 +907,7 @@ static bool concurrent_round(void) {
         if (n < 16)
             break;
     }
-    struct root_range *ex = cm_buf_state.ex;
-    size_t nex = 0;
-    ex[nex++] = (struct root_range){ph.lo, ph.hi};
-    for (size_t i = 0, n = os_meta_count(); i < n; i++)
-        if (os_meta_range(i, &ex[nex].lo, &ex[nex].hi))
-            nex++;
+    size_t nex = not_roots();
     uint64_t s0 = os_monotonic_ns();
     int err = stop_world();
     if (err) {
@@ -913,7 +918,7 @@ static bool concurrent_round(void) {
     }
     /* Stopped: every root; the written pages; the pages handed out since the round began.
      * (Locks held: the world lock only. The parked threads may hold any other.) */
-    err = roots_for_each(scan_root, NULL, ex, nex, 0);
+    err = roots_for_each(scan_root, NULL, mark_state.ex, nex, 0);
     mark_state.name = NULL;
     if (!err && !lost)
         lost = rescan_written(cm_state.pm, tracked, false) < 0;
@@ -927,19 +932,8 @@ static bool concurrent_round(void) {
     resume_world();
     uint64_t s1 = os_monotonic_ns();
     wtrack_protect(&cm_state.wt, ph.lo, tracked << PH_PAGE_SHIFT, false);
-    stats_add(STAT_SCAN_ROUNDS, 1);
-    stats_add(STAT_SCAN_BYTES, (int64_t)mark_state.scanned);
     stats_add(STAT_SCAN_CONCURRENT_ROUNDS, 1);
-    note_pause((s1 - s0) / 1000);
-    if (err) {
-        warn_once("cannot read the process's mappings");
-        stats_add(STAT_SCAN_SKIPPED, 1);
-        return true;
-    }
-    struct tally t = {0, 0, 0, 0};
-    release_heap(used, &t, true, false);
-    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects,
-                  os_monotonic_ns() - t0);
+    finish_round(used, err, t0, s1 - s0);
     return true;
 }
 
