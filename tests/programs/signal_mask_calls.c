@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "common.h"
+#include "fork_common.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
@@ -57,14 +58,8 @@ int main(void) {
     pthread_t t;
     pthread_create(&t, NULL, waiter, &waited);
     usleep(20000);
-    for (int f = 0; f < 5; f++) {
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(0);
-        int status;
-        waitpid(pid, &status, 0);
-        check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child");
-    }
+    for (int f = 0; f < 5; f++)
+        check(fork_empty_child() == 0, "child");
     pthread_kill(t, SIGUSR1);
     pthread_join(t, NULL);
     check(waited == SIGUSR1, "sigwait in a thread");

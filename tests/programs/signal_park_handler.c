@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "common.h"
+#include "fork_common.h"
 
 static atomic_int ran, stop;
 
@@ -29,14 +30,8 @@ static void *busy(void *arg) {
 
 static int forks(void) {
     int bad = 0;
-    for (int f = 0; f < 10; f++) {
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(0);
-        int status;
-        waitpid(pid, &status, 0);
-        bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    }
+    for (int f = 0; f < 10; f++)
+        bad += fork_empty_child();
     return bad;
 }
 
