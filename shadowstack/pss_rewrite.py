@@ -121,37 +121,34 @@ def _epilogue(mode, offset, pic, fail_label):
 # function that has not started, or of one that has ended); they keep every register but %r11,
 # and the flags.
 SITES_SECTION = "oscar_pss_gs_sites"
+
+
+def _gs_thunk(name, move):
+    """One patch thunk: the shadow slot's address is %rsp + 16 + the offset (16: the return
+    address and the saved %rax), `move` the instruction between it and %r11."""
+    return """\
+\t.hidden\t{0}
+\t.type\t{0}, @function
+{0}:
+\t.cfi_startproc
+\tpushq\t%rax
+\t.cfi_adjust_cfa_offset 8
+\tmovq\t__oscar_pss_offset@GOTPCREL(%rip), %rax
+\tmovq\t(%rax), %rax
+\t{1}
+\tpopq\t%rax
+\t.cfi_adjust_cfa_offset -8
+\tret
+\t.cfi_endproc
+\t.size\t{0}, .-{0}
+""".format(name, move)
+
+
 _GS_SUPPORT = """\
 \t.section\t.text.__oscar_pss_gs_support,"axG",@progbits,__oscar_pss_gs_register,comdat
 \t.p2align 4
-\t.hidden\t__oscar_pss_gs_store
-\t.type\t__oscar_pss_gs_store, @function
-__oscar_pss_gs_store:
-\t.cfi_startproc
-\tpushq\t%rax
-\t.cfi_adjust_cfa_offset 8
-\tmovq\t__oscar_pss_offset@GOTPCREL(%rip), %rax
-\tmovq\t(%rax), %rax
-\tmovq\t%r11, 16(%rsp,%rax)
-\tpopq\t%rax
-\t.cfi_adjust_cfa_offset -8
-\tret
-\t.cfi_endproc
-\t.size\t__oscar_pss_gs_store, .-__oscar_pss_gs_store
-\t.hidden\t__oscar_pss_gs_load
-\t.type\t__oscar_pss_gs_load, @function
-__oscar_pss_gs_load:
-\t.cfi_startproc
-\tpushq\t%rax
-\t.cfi_adjust_cfa_offset 8
-\tmovq\t__oscar_pss_offset@GOTPCREL(%rip), %rax
-\tmovq\t(%rax), %rax
-\tmovq\t16(%rsp,%rax), %r11
-\tpopq\t%rax
-\t.cfi_adjust_cfa_offset -8
-\tret
-\t.cfi_endproc
-\t.size\t__oscar_pss_gs_load, .-__oscar_pss_gs_load
+""" + _gs_thunk("__oscar_pss_gs_store", "movq\t%r11, 16(%rsp,%rax)") + \
+    _gs_thunk("__oscar_pss_gs_load", "movq\t16(%rsp,%rax), %r11") + """\
 \t.hidden\t__oscar_pss_gs_register
 \t.type\t__oscar_pss_gs_register, @function
 __oscar_pss_gs_register:

@@ -118,6 +118,19 @@ def strip(text):
     return "".join(out)
 
 
+def closing(s, i, open_c, close_c):
+    """Index of the close_c that closes the open_c at s[i] (len(s) if none does)."""
+    depth = 0
+    for k in range(i, len(s)):
+        if s[k] == open_c:
+            depth += 1
+        elif s[k] == close_c:
+            depth -= 1
+            if depth == 0:
+                return k
+    return len(s)
+
+
 def drop_attributes(s):
     """Remove __attribute__((...)), _Alignas(...), alignas(...) with balanced parentheses."""
     while True:
@@ -128,16 +141,7 @@ def drop_attributes(s):
         if m.group(1) == "__extension__" or j >= len(s) or s[j] != "(":
             s = s[:m.start()] + s[j:]
             continue
-        depth = 0
-        k = j
-        while k < len(s):
-            if s[k] == "(":
-                depth += 1
-            elif s[k] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            k += 1
+        k = closing(s, j, "(", ")")
         s = s[:m.start()] + " " + s[k + 1:]
 
 
@@ -164,18 +168,9 @@ def top_level_statements(code, bodies=None):
                 head = drop_attributes("".join(buf)).rstrip()
                 if head.endswith(")") and "=" not in head:
                     # a function definition: skip its body
-                    d = 0
                     body_at, body_line = i, line
-                    while i < n:
-                        if code[i] == "{":
-                            d += 1
-                        elif code[i] == "}":
-                            d -= 1
-                            if d == 0:
-                                break
-                        elif code[i] == "\n":
-                            line += 1
-                        i += 1
+                    i = closing(code, i, "{", "}")
+                    line += code.count("\n", body_at, i)
                     if bodies is not None:
                         bodies.append((body_line, code[body_at:i + 1]))
                     buf, start = [], None
