@@ -50,6 +50,7 @@ void oscar_init(void) {
     atomic_store(&oscar_init_state, 1);
     options_init(environ);
     if (protect_select()) { /* OSCAR_MODE=protect: its own heap, none of the structures below */
+        stack_image_init(); /* (its reports' stacks leave Oscar's frames out) */
         atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
         oscar_lock_release(&alloc_state.init_lock);
         return;

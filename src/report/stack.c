@@ -108,11 +108,17 @@ int stack_store_init(void) {
     if (!stack_state.slots)
         return err;
     stack_state.slot_mask = n - 1;
+    stack_image_init();
+    return 0;
+}
+
+void stack_image_init(void) {
+    if (stack_state.lib_hi)
+        return;
     find_own_image();
     /* The module table before any capture: with OSCAR_STACK_DEPTH=0 nothing else fills it,
      * and the SIGSEGV handler never does. */
     module_refresh(true);
-    return 0;
 }
 
 bool stack_is_ours(uintptr_t pc) { return pc - stack_state.lib_lo < stack_state.lib_hi - stack_state.lib_lo; }

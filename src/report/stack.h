@@ -24,6 +24,10 @@ extern int stack_depth; /* OSCAR_STACK_DEPTH; 0 = off */
 int stack_init(void);
 /* The stack store alone, for records kept elsewhere (heap/sample.c): stack_init calls it. */
 int stack_store_init(void);
+/* liboscar's own image (so that every walk leaves Oscar's frames out) and the module table,
+ * without the store: protect mode's reports walk stacks even when nothing is recorded.
+ * stack_store_init calls it; at init (it asks the loader). */
+void stack_image_init(void);
 /* Record who allocated / freed the object of record r. */
 void stack_record_alloc(struct obj_record *r);
 void stack_record_free(struct obj_record *r);
