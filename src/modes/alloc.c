@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "modes/alloc.h"
 #include "modes/protect.h"
+#include "modes/protect_reports.h"
 #include "mem/canon.h"
 #include "report/fault.h"
 #include "heap/keep.h"
@@ -50,7 +51,7 @@ void oscar_init(void) {
     atomic_store(&oscar_init_state, 1);
     options_init(environ);
     if (protect_select()) { /* OSCAR_MODE=protect: its own heap, none of the structures below */
-        stack_image_init(); /* (its reports' stacks leave Oscar's frames out) */
+        protect_reports_init();
         atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
         oscar_lock_release(&alloc_state.init_lock);
         return;

@@ -54,16 +54,21 @@ static struct {
     /* Called first in the handler (scan/roots.c's guarded reads): set once, by the first
      * guarded read (atomic flag on its side); read by the handler. */
     void (*recover_hook)(void);
-    /* Memory outside the region whose faults are reported too (heap/sample.c's pages): set
-     * once by sample_init, at init. */
-    bool (*claim_hook)(uintptr_t addr);
+    /* Memory outside the region whose faults are reported too (heap/sample.c's pages, protect
+     * mode's heap): set at init, by sample_init, then modes/protect_reports.c (which chains to
+     * the first). */
+    fault_claim_fn claim_hook;
 } fault_state = {.program_lock = OSCAR_LOCK_INIT(SIGNAL_HANDLERS)};
 
 static int slot_of(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
 
 void fault_set_recover_hook(void (*hook)(void)) { fault_state.recover_hook = hook; }
 
-void fault_set_claim_hook(bool (*claims)(uintptr_t addr)) { fault_state.claim_hook = claims; }
+fault_claim_fn fault_set_claim_hook(fault_claim_fn claims) {
+    fault_claim_fn old = fault_state.claim_hook;
+    fault_state.claim_hook = claims;
+    return old;
+}
 
 static void set_default(int sig) {
     struct sigaction dfl;

@@ -17,9 +17,11 @@ void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, voi
 /* Called first thing on every SIGSEGV/SIGBUS (scan/roots.c's guarded reads): it may jump out
  * of the handler (siglongjmp); when it returns, the fault is handled as usual. */
 void fault_set_recover_hook(void (*hook)(void));
-/* Faults at addresses outside the region that a higher layer owns (heap/sample.c) are
- * reported as the region's are: claims(addr) says which. */
-void fault_set_claim_hook(bool (*claims)(uintptr_t addr));
+/* Faults at addresses outside the region that a higher layer owns (heap/sample.c's pages,
+ * protect mode's heap) are reported as the region's are: claims(addr) says which. Returns the
+ * hook it replaces (NULL: none), which the new one asks about the addresses it does not own. */
+typedef bool (*fault_claim_fn)(uintptr_t addr);
+fault_claim_fn fault_set_claim_hook(fault_claim_fn claims);
 /* Die by sig with its default action, as a fault Oscar reported does (after a report made
  * outside the fault handler: a system call's buffer, export/export_io.c). */
 __attribute__((noreturn)) void fault_die(int sig);

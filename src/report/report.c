@@ -20,8 +20,10 @@ static struct {
 
 void report_set_record_hook(struct obj_record *(*record)(uintptr_t)) { report_state.record_hook = record; }
 
-void report_set_describe_hook(struct object_info (*describe)(uintptr_t)) {
+report_describe_fn report_set_describe_hook(report_describe_fn describe) {
+    report_describe_fn old = report_state.describe_hook;
     report_state.describe_hook = describe;
+    return old;
 }
 void report_set_view_origin_hook(uintptr_t (*origin)(uintptr_t)) { report_state.view_origin_hook = origin; }
 

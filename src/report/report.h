@@ -51,7 +51,10 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
 /* Which object an address belongs to, and the origin of a custom-allocator view: the heap
  * layer knows, and registers them at init (heap/object.c, heap/views.c). Before that, every
  * address is OBJ_NOT_OURS. */
-void report_set_describe_hook(struct object_info (*describe)(uintptr_t addr));
+typedef struct object_info (*report_describe_fn)(uintptr_t addr);
+/* (Returns the hook it replaces, NULL for none: protect mode's asks sample.c's about the
+ * addresses outside its heap.) */
+report_describe_fn report_set_describe_hook(report_describe_fn describe);
 void report_set_view_origin_hook(uintptr_t (*view_origin)(uintptr_t addr));
 struct object_info report_describe(uintptr_t addr);
 /* Where the stacks of an object kept outside the region are (heap/sample.c): NULL for the

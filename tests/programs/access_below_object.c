@@ -1,7 +1,8 @@
 /* Issue 20, item 5: a read just below an object whose previous page holds nothing (the first
  * medium or large object of a fresh region). Was reported as a use after free, then as a wild
  * access; it is a heap-buffer-overflow to the left of the object, with the distance.
- * argv[1]: the object's size; argv[2]: how many bytes below its start. */
+ * argv[1]: the object's size; argv[2]: how many bytes below its start (negative: above it:
+ * -size reads the first byte after its end). */
 #include "common.h"
 
 int main(int argc, char **argv) {
