@@ -182,6 +182,13 @@ def test_manpage_is_generated_from_the_options_table(deb, tmp_path):
     for kind in ("heap-use-after-free", "double-free", "invalid-free", "wild-access"):
         assert "oscar: %s on address 0xADDR" % kind in text, kind
     assert "/usr/lib" in text.split("\nFILES")[1], "FILES does not name the installed library"
+    # Every command `oscar --help` lists, and the frame format reports print (file:line).
+    synopsis = text[text.index("\nSYNOPSIS"):text.index("\nDESCRIPTION")]
+    for command in ("run", "options", "symbolize", "cc"):
+        assert "oscar %s" % command in synopsis, "SYNOPSIS lacks oscar %s\n%s" % (command, synopsis)
+    assert "#N 0xPC in FUNCTION FILE:LINE (MODULE+0xOFFSET)" in text, "no frame format"
+    examples = text[text.index("\nEXAMPLES"):text.index("\nFILES")]
+    assert re.search(r"#0 0x[0-9a-f]+ in \w+ \S+\.c:\d+ \(", examples), examples
 
 
 @pytest.mark.skipif(os.environ.get("OSCAR_TEST_APT_INSTALL") != "1",
