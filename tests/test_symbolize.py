@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, TESTS, assert_report, hexaddr, location_line, parse_values
+from conftest import CLI, TESTS, assert_report, hexaddr, location_line, parse_values, report_lines
 
 # "    #N 0xPC in FUNCTION FILE:LINE (MODULE+0xOFF)"; FILE:LINE only where debug info exists.
 FRAME = re.compile(r"    #(\d+) (0x[0-9a-f]+) (?:in (\S+) )?(?:(\S+):(\d+) )?\((\S+)\+(0x[0-9a-f]+)\)")
@@ -276,3 +276,21 @@ def test_fault_in_a_library_loaded_after_the_last_capture(runner, tmp_path):
     assert where(access)[:2] == [("plugin_read", "plugin.c", marker_line(tmp_path / "plugin.c", "LINE_PLUGIN")),
                                  ("main", "host.c", marker_line(tmp_path / "host.c", "LINE_CALL"))], report
     assert access[0]["module"] == str(tmp_path / "plugin.so"), report
+
+
+def test_deeply_inlined_frames_pair_each_name_with_its_line(runner):
+    """Twelve nested inlined functions (more than the eight frames a pc once resolved to): every
+    one is a frame, innermost first, each named with a line of its own body, then main. (Before:
+    the eight outermost were kept and the innermost line was printed under inline5's name.)"""
+    res = runner.oscar("report_inlined_deep")
+    v = parse_values(res.stdout)
+    assert_report(res, signal.SIGSEGV,
+                  re.escape("oscar: heap-use-after-free on address %s (READ)" % hexaddr(v["access"])))
+    access = stack(report_lines(res), r"READ by thread \d+ here:")
+    source = PROGRAMS / "report_inlined_deep.c"
+    lines = source.read_text().splitlines()
+    defined = {"inline%d" % k: next(i for i, t in enumerate(lines, 1) if "INL inline%d(" % k in t)
+               for k in range(1, 13)}
+    want = [("inline%d" % k, source.name, defined["inline%d" % k]) for k in range(1, 13)]
+    assert where(access)[:13] == want + [("main", source.name, marker_line(source, "LINE_MAIN"))], (
+        "\n".join(report_lines(res)))

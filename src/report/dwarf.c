@@ -1029,6 +1029,12 @@ static int resolve_locked(const char *img, size_t len, uint64_t pc, struct dwarf
     struct die chain[DWARF_MAX_FRAMES];
     int depth_of[DWARF_MAX_FRAMES];
     int n = 0, depth = 0;
+    /* More nested inlined subroutines than chain holds (C++ library code nests a dozen): the
+     * outermost are kept (the function the program wrote among them), and the innermost kept
+     * one's line is the call site of the first one left out, not the line table's (the
+     * innermost's: it would be printed under another function's name). */
+    bool cut = false;
+    uint64_t cut_file = 0, cut_line = 0;
     struct rd r = rd_make(d.info.p, u.end);
     r.p += u.die_off;
     struct die e;
@@ -1046,12 +1052,18 @@ static int resolve_locked(const char *img, size_t len, uint64_t pc, struct dwarf
         }
         /* Preorder: a DIE deeper than the innermost match, before the match's subtree ends,
          * is its descendant. */
-        if ((e.tag == TAG_subprogram || e.tag == TAG_inlined_subroutine) && n < DWARF_MAX_FRAMES &&
+        if ((e.tag == TAG_subprogram || e.tag == TAG_inlined_subroutine) && !cut &&
             (n ? depth > depth_of[n - 1] : e.tag == TAG_subprogram) &&
             die_contains(&d, &u, &e, cu_base, cu.rnglists_base, pc)) {
-            chain[n] = e;
-            depth_of[n] = depth;
-            n++;
+            if (n < DWARF_MAX_FRAMES) {
+                chain[n] = e;
+                depth_of[n] = depth;
+                n++;
+            } else { /* (preorder: the first deeper DIE that contains pc is the last one's child) */
+                cut = true;
+                cut_file = e.call_file;
+                cut_line = e.call_line;
+            }
         }
         if (e.children)
             depth++;
@@ -1059,9 +1071,9 @@ static int resolve_locked(const char *img, size_t len, uint64_t pc, struct dwarf
 
     /* Innermost first: the line table gives the innermost location; each inlined
      * subroutine's call_file/call_line is its caller's location. */
-    uint64_t file = 0;
-    unsigned line = 0;
-    bool have_line = line_lookup(&h, pc, &file, &line);
+    uint64_t file = cut_file;
+    unsigned line = (unsigned)cut_line;
+    bool have_line = cut || line_lookup(&h, pc, &file, &line);
     int k = 0;
     for (int i = n - 1; i >= 0 && k < max; i--, k++) {
         out[k].func = die_name(&d, &u, &chain[i]);

@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DWARF_MAX_FRAMES 8
+/* Frames one pc resolves to: its function and the inlined calls in it (a std::vector of
+ * std::string's destructor alone is eleven deep); deeper ones are left out, innermost first. */
+#define DWARF_MAX_FRAMES 16
 
 struct dwarf_frame {
     const char *func; /* NULL: unknown (the caller then uses the symbol table) */
