@@ -179,6 +179,37 @@ static inline uint64_t lanes_below(unsigned s, unsigned n) {
     return n - s >= 4 ? 8 * LANES : (8 * LANES) & ((1ULL << (16 * (n - s))) - 1);
 }
 
+/* Bit 3 of each 16-bit lane of l (as lanes_in_state gives them) as four bits, lane 0 lowest:
+ * the multiplier moves bits 0, 16, 32 and 48 to 48..51 (its other products land below 48,
+ * each in a bit of its own, so nothing carries into them). */
+static inline uint64_t lanes_bits(uint64_t l) {
+    return ((((l >> 3) & LANES) * 0x0001000200040008ULL) >> 48) & 0xF;
+}
+
+/* Of the slots [64 w, 64 w + 64) of a page of n slots, those in state st (a) and in state st2
+ * (b): a bit each, slot 64 w lowest. One 8-byte load per four slots, no branch per slot: a
+ * page's slots are visited a word at a time, whatever mix of states they are in. */
+static inline void word_states(_Atomic uint16_t *slot, unsigned w, unsigned n, unsigned st,
+                               unsigned st2, uint64_t *a, uint64_t *b) {
+    uint64_t x = 0, y = 0;
+    unsigned s0 = w * 64, end = n - s0 < 64 ? n - s0 : 64;
+    for (unsigned j = 0; j < end; j += 4) {
+        uint64_t v = four_slots(slot, s0 + j), in = lanes_below(s0 + j, n);
+        x |= lanes_bits(lanes_in_state(v, st) & in) << j;
+        y |= lanes_bits(lanes_in_state(v, st2) & in) << j;
+    }
+    *a = x;
+    *b = y;
+}
+
+/* The first run of set bits of m (not 0): *from, its length returned. */
+static inline unsigned first_run(uint64_t m, unsigned *from) {
+    unsigned b = (unsigned)__builtin_ctzll(m);
+    uint64_t rest = ~(m >> b);
+    *from = b;
+    return rest ? (unsigned)__builtin_ctzll(rest) : 64 - b;
+}
+
 /* Bits [from, from + count) of a page's local filter words. */
 static inline void bits_set(uint64_t *w, size_t from, size_t count) {
     while (count) {
@@ -329,11 +360,14 @@ static void candidates(size_t used) {
         uintptr_t base = ph_page_base(i);
         if (kind == PHK_SMALL) {
             _Atomic uint16_t *slot = ph.meta[i].slot;
-            unsigned n = pg->nslots, size = pg->slot_size, g = size / 16;
+            unsigned n = pg->nslots, size = pg->slot_size, g = size / 16, nw = pg->nwords;
             uint64_t cw[PH_MAX_WORDS], ew[PH_MAX_WORDS];
             bool any = false;
-            for (unsigned s = 0; s < n; s += 4) {
-                uint64_t q = lanes_in_state(four_slots(slot, s), PHS_QUAR) & lanes_below(s, n);
+            if (!size || (size_t)n * size > PH_PAGE || nw > PH_MAX_WORDS)
+                continue; /* (a page being set up while the world runs: no QUAR slot yet) */
+            for (unsigned w = 0; w < nw; w++) {
+                uint64_t q, unused;
+                word_states(slot, w, n, PHS_QUAR, PHS_QUAR, &q, &unused);
                 if (!q)
                     continue;
                 if (!any) {
@@ -341,12 +375,17 @@ static void candidates(size_t used) {
                     memset(ew, 0, sizeof ew);
                     any = true;
                 }
+                if (g == 1)
+                    cw[w] |= q; /* (16-byte slots: a granule each, the same bits) */
                 for (; q; q &= q - 1) {
-                    unsigned t = s + (unsigned)(__builtin_ctzll(q) / 16);
+                    unsigned t = w * 64 + (unsigned)__builtin_ctzll(q);
+                    /* QUAR slots change only by the mark: a plain store, even while the
+                     * world runs (the other lanes of its word are not touched). */
                     uint16_t v = atomic_load_explicit(&slot[t], memory_order_relaxed);
                     atomic_store_explicit(&slot[t], (uint16_t)((v & ~PHS_MASK) | PHS_CAND),
                                           memory_order_relaxed);
-                    bits_set(cw, (size_t)t * g, g);
+                    if (g != 1)
+                        bits_set(cw, (size_t)t * g, g);
                     if ((v >> 3) == 0) { /* fills its slot: one past its end counts */
                         size_t e = (size_t)(t + 1) * g;
                         if (e < gpp)
@@ -395,32 +434,27 @@ static void scan_heap(size_t first, size_t last) {
             unsigned n = pg->nslots, size = pg->slot_size;
             if (!size || (size_t)n * size > PH_PAGE)
                 continue;
-            unsigned run = 0; /* live slots [s - run, s) not scanned yet: one scan for them */
-            for (unsigned s = 0; s < n; s++) {
-                if (s % 4 == 0 && n - s >= 4 && !mark_state.dangling &&
-                    lanes_in_state(four_slots(slot, s), PHS_LIVE) == 8 * LANES) {
-                    run += 4; /* (four live slots at once: the common case) */
-                    s += 3;
-                    continue;
-                }
-                uint16_t v = atomic_load_explicit(&slot[s], memory_order_relaxed);
-                unsigned st = v & PHS_MASK;
-                if (st == PHS_LIVE && !mark_state.dangling) {
-                    run++;
-                    continue;
-                }
-                if (run) {
-                    scan(base + (uintptr_t)(s - run) * size, base + (uintptr_t)s * size);
-                    run = 0;
-                }
-                if (st == PHS_LIVE) { /* (OSCAR_DANGLING: one object at a time, to name it) */
-                    mark_state.obj = base + (uintptr_t)s * size;
-                    mark_state.obj_size = size;
-                    scan(mark_state.obj, mark_state.obj + size);
+            unsigned nw = (n + 63) / 64;
+            /* Runs of live slots, a word of 64 slots at a time, each run read in one go
+             * (OSCAR_DANGLING: one object at a time, to name it). */
+            for (unsigned w = 0; w < nw; w++) {
+                uint64_t live, unused;
+                word_states(slot, w, n, PHS_LIVE, PHS_LIVE, &live, &unused);
+                while (live) {
+                    unsigned from, len = first_run(live, &from);
+                    uintptr_t lo = base + (uintptr_t)(w * 64 + from) * size;
+                    if (!mark_state.dangling) {
+                        scan(lo, lo + (uintptr_t)len * size);
+                    } else {
+                        for (unsigned k = 0; k < len; k++) {
+                            mark_state.obj = lo + (uintptr_t)k * size;
+                            mark_state.obj_size = size;
+                            scan(mark_state.obj, mark_state.obj + size);
+                        }
+                    }
+                    live = from + len >= 64 ? 0 : live & (~0ULL << (from + len));
                 }
             }
-            if (run)
-                scan(base + (uintptr_t)(n - run) * size, base + (uintptr_t)n * size);
         } else if (kind == PHK_LARGE) {
             uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
             size_t run = pg->run ? pg->run : 1, len = align_up(pg->large_size, OSCAR_PAGE);
@@ -492,31 +526,40 @@ static void release_page(size_t i, struct tally *t, bool release) {
         _Atomic uint16_t *slot = ph.meta[i].slot;
         unsigned n = pg->nslots, size = pg->slot_size, nw = pg->nwords;
         bool any = false;
-        for (unsigned w = 0; w < nw; w++)
-            bits[w] = 0;
-        for (unsigned s = 0; s < n; s += 4) {
-            uint64_t v4 = four_slots(slot, s);
-            uint64_t c = (lanes_in_state(v4, PHS_CAND) | lanes_in_state(v4, PHS_MARKED)) &
-                         lanes_below(s, n);
-            for (; c; c &= c - 1) {
-                unsigned k = s + (unsigned)(__builtin_ctzll(c) / 16);
+        /* Only the last slot's end bit can lie in the next page's filter words (the others
+         * are in this page's, zeroed below). */
+        if (n && (size_t)n * (size / 16) >= gpp)
+            end_mark(ph_page_base(i) + (uintptr_t)(n - 1) * size, size, false);
+        for (unsigned w = 0; w < nw; w++) {
+            uint64_t cand, marked;
+            word_states(slot, w, n, PHS_CAND, PHS_MARKED, &cand, &marked);
+            if (!release) {
+                marked |= cand;
+                cand = 0;
+            }
+            bits[w] = cand;
+            if (cand) {
+                any = true;
+                t->released += (uint64_t)__builtin_popcountll(cand) * size;
+                t->released_objects += (uint64_t)__builtin_popcountll(cand);
+            }
+            if (marked) {
+                t->held += (uint64_t)__builtin_popcountll(marked) * size;
+                t->held_objects += (uint64_t)__builtin_popcountll(marked);
+            }
+            /* CAND and MARKED slots change only by the mark: plain stores, the world running
+             * (a free or the owner's malloc changes other slots of the same words). */
+            for (; cand; cand &= cand - 1) {
+                unsigned k = w * 64 + (unsigned)__builtin_ctzll(cand);
                 uint16_t v = atomic_load_explicit(&slot[k], memory_order_relaxed);
-                unsigned st = v & PHS_MASK;
-                if ((size_t)(k + 1) * (size / 16) >= gpp) /* its end bit is the next page's */
-                    end_mark(ph_page_base(i) + (uintptr_t)k * size, size, false);
-                if (st == PHS_CAND && release) {
-                    atomic_store_explicit(&slot[k], (uint16_t)((v & ~PHS_MASK) | PHS_FREED),
-                                          memory_order_relaxed);
-                    bits[k / 64] |= 1ULL << (k % 64);
-                    any = true;
-                    t->released += size;
-                    t->released_objects++;
-                } else {
-                    atomic_store_explicit(&slot[k], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
-                                          memory_order_relaxed);
-                    t->held += size;
-                    t->held_objects++;
-                }
+                atomic_store_explicit(&slot[k], (uint16_t)((v & ~PHS_MASK) | PHS_FREED),
+                                      memory_order_relaxed);
+            }
+            for (; marked; marked &= marked - 1) {
+                unsigned k = w * 64 + (unsigned)__builtin_ctzll(marked);
+                uint16_t v = atomic_load_explicit(&slot[k], memory_order_relaxed);
+                atomic_store_explicit(&slot[k], (uint16_t)((v & ~PHS_MASK) | PHS_QUAR),
+                                      memory_order_relaxed);
             }
         }
         /* Every bit of this page's filter words was a candidate's of this mark. */
