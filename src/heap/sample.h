@@ -1,19 +1,37 @@
-/* sample: OSCAR_SAMPLE_RATE=N (protect mode) gives about one allocation in N a page of its
- * own, the object at the page's end and a guard page after it. free revokes the page, so a
- * later access to the object faults at once and is reported as a use-after-free with its
- * allocation and free stacks: protect mode makes a dangling pointer harmless, sampling makes
- * some of them seen, in production (GWP-ASan's idea on Oscar's revocation).
+/* sample: OSCAR_SAMPLE_RATE=N (protect mode; on by default) gives about one allocation in N a
+ * page of its own, the object at the page's end and a guard page after it. free revokes the
+ * page, so a later access to the object faults at once and is reported as a use-after-free
+ * with its allocation and free stacks: protect mode makes a dangling pointer harmless,
+ * sampling makes some of them seen, in production (GWP-ASan's idea on Oscar's revocation).
  *
- * The pages come from one reservation (SAMPLE_SLOTS pages and their guards) and a freed page
- * stays revoked: no slot is ever handed out twice (a dangling pointer to it keeps faulting).
- * When every slot has been used, sampling stops (stat sample_pool_full) and the program goes
- * on unsampled. Objects over a page, and aligned allocations, are never sampled. */
+ * The pages come from one large reservation (SAMPLE_POOL_GIB of address space), taken in
+ * order, a chunk of SAMPLE_CHUNK_SLOTS slots at a time. With guard markers (Linux 6.13+,
+ * MADV_GUARD_INSTALL) a chunk is made read-write once and its guard pages are marked in one
+ * system call; handing out a slot then costs no system call (the program's first write
+ * faults a fresh zero page in) and a free is one madvise that installs a guard marker on the
+ * object's page: no kernel mapping is split, the page's memory goes back to the system and
+ * every access faults. A chunk whose slots have all been freed is retired (one PROT_NONE
+ * mapping over it: its page tables go too). Without guard markers (older kernels,
+ * OSCAR_GUARDS=0) each sampled page is mapped and revoked with mmap, as strict mode does.
+ *
+ * A freed slot's address is never handed out again (a dangling pointer to it keeps
+ * faulting): the reservation is used up after SAMPLE_POOL_GIB GiB / 8 KiB samples (4 TiB:
+ * 5.4e8 samples, e.g. 62 days of 1e6 allocations a second at the default rate of 1 in
+ * 10,000), then sampling stops (stat sample_pool_full). Memory stays bounded meanwhile: the
+ * records (size, stacks) of the last SAMPLE_RECORDS sampled objects are kept in a ring (an
+ * older one's report then lacks its stacks), at most SAMPLE_LIVE_MAX sampled objects are live
+ * at once (so the kernel mappings stay bounded: at most two per live sampled object), and
+ * retired chunks cost nothing. Objects over a page, and aligned allocations, are never
+ * sampled. */
 #ifndef OSCAR_SAMPLE_H
 #define OSCAR_SAMPLE_H
 #include "base/core.h"
 #include "report/stack.h"
 
-#define SAMPLE_SLOTS 16384
+#define SAMPLE_POOL_GIB 4096     /* address space reserved (halved until the kernel agrees) */
+#define SAMPLE_CHUNK_SLOTS 256   /* slots made usable, and retired, together (2 MiB) */
+#define SAMPLE_RECORDS 65536     /* records kept (ring): 2 MiB at most */
+#define SAMPLE_LIVE_MAX 4096     /* sampled objects live at once, at most */
 
 extern int64_t sample_rate;          /* OSCAR_SAMPLE_RATE; 0: off */
 extern uintptr_t sample_lo, sample_hi; /* the reservation, [lo, hi); 0, 0 when off */
@@ -25,7 +43,8 @@ static inline bool sample_owns(const void *p) {
 }
 /* The number of allocations until the next sample (random, mean sample_rate). */
 int64_t sample_interval(void);
-/* A sampled object of size bytes (zeroed), or NULL (too big, the pool used up, no memory). */
+/* A sampled object of size bytes (zeroed), or NULL (too big, too many live, the pool used up,
+ * no memory). */
 void *sample_alloc(size_t size);
 /* p is sample_owns: free it (revoke its page), or report a bad free (who: enum
  * report_caller) and abort. */

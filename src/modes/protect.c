@@ -94,12 +94,18 @@ static void *or_enomem(void *p) {
     return p;
 }
 
-/* OSCAR_SAMPLE_RATE: allocations left until this thread's next sample. A thread's first
+/* OSCAR_SAMPLE_RATE: allocations left until this thread's next sample (the fast path's one
+ * test: with sampling off, the first allocation sets it out of reach). A thread's first
  * allocation draws its first interval instead of being sampled. */
 static __thread int64_t sample_left __attribute__((tls_model("initial-exec")));
 static __thread bool sample_started __attribute__((tls_model("initial-exec")));
 
-static void *sampled(size_t size) {
+/* The countdown ran out: a sampled object (zeroed, a fresh page), or NULL. */
+__attribute__((noinline)) static void *sampled(size_t size) {
+    if (!sample_rate) {
+        sample_left = INT64_MAX;
+        return NULL;
+    }
     bool first = !sample_started;
     sample_started = true;
     sample_left = sample_interval();
@@ -107,7 +113,7 @@ static void *sampled(size_t size) {
 }
 
 void *protect_malloc(size_t size) {
-    if (unlikely(sample_rate) && unlikely(--sample_left <= 0)) {
+    if (unlikely(--sample_left <= 0)) {
         void *p = sampled(size);
         if (p)
             return p;
@@ -115,8 +121,8 @@ void *protect_malloc(size_t size) {
     return or_enomem(ph_malloc(size));
 }
 void *protect_calloc(size_t size) {
-    if (unlikely(sample_rate) && unlikely(--sample_left <= 0)) {
-        void *p = sampled(size); /* (a fresh page: zero) */
+    if (unlikely(--sample_left <= 0)) {
+        void *p = sampled(size);
         if (p)
             return p;
     }

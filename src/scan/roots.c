@@ -180,8 +180,10 @@ struct walk {
 /* Which pages of [first, first + pages * 4 KiB) may hold a pointer, one byte each in
  * mincore_vec (bit 0). Private memory: pages present or swapped out (/proc/self/pagemap): a
  * page never touched holds nothing, but a swapped-out page may hold the only pointer, and
- * mincore would call it absent. Shared memory: pages in the page cache (mincore), where a
- * page written through another mapping or by write() lies. 0, or -errno. */
+ * mincore would call it absent; a page with a guard marker (bit 58, Linux 6.15+: a sampled
+ * object's freed page, heap/sample.h) holds nothing and would fault. Shared memory: pages in
+ * the page cache (mincore), where a page written through another mapping or by write() lies.
+ * 0, or -errno. */
 static int touched_pages(struct walk *w, uintptr_t first, size_t pages) {
     if (w->shared || w->pagemap_fd < 0)
         return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, roots_state.mincore_vec);
@@ -192,9 +194,10 @@ static int touched_pages(struct walk *w, uintptr_t first, size_t pages) {
         if (got < (long)(n * sizeof(uint64_t)))
             return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT,
                               roots_state.mincore_vec);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) /* (a guard marker, bit 58, looks swapped out) */
             roots_state.mincore_vec[done + i] =
-                (unsigned char)((roots_state.pagemap_vec[i] >> 62) & 3 ? 1 : 0);
+                (unsigned char)((roots_state.pagemap_vec[i] >> 62) & 3 &&
+                                !((roots_state.pagemap_vec[i] >> 58) & 1));
         done += n;
     }
     return 0;
