@@ -24,7 +24,8 @@ FREQUENT = dict(PROTECT, OSCAR_QUARANTINE_FLOOR_KIB="2", OSCAR_QUARANTINE_SHARE=
 # marking thread with the world running (every heap size; where the kernel cannot track
 # writes, Linux < 6.7, this is the stopped kind again).
 MARKS = {"stop": {"OSCAR_MARK": "stop"},
-         "concurrent": {"OSCAR_MARK": "auto", "OSCAR_MARK_CONCURRENT_MIB": "0"}}
+         "concurrent": {"OSCAR_MARK": "auto", "OSCAR_MARK_CONCURRENT_MIB": "0",
+                        "OSCAR_MARK_PAUSE_MS": "0"}}
 
 
 def write_tracking_works():
@@ -207,3 +208,20 @@ def test_thread_that_only_frees_triggers_marks(runner, tmp_path):
     assert parse_values(res.stdout)["peak_rss_mib"] < 64, res.describe()
     s = stats_of(tmp_path)
     assert s["scan_rounds"] > 10 and s["released_objects"] > 1000000, s
+
+
+@pytest.mark.parametrize("budget_ms", [1, 1000])
+def test_auto_marks_concurrently_only_past_the_pause_budget(runner, tmp_path, budget_ms):
+    """OSCAR_MARK=auto: a heap whose stopped marks stay within OSCAR_MARK_PAUSE_MS keeps them
+    (they cost the program less than concurrent rounds); past it, marks become concurrent."""
+    env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"),
+               OSCAR_MARK_CONCURRENT_MIB="0", OSCAR_MARK_PAUSE_MS=str(budget_ms))
+    res = runner.oscar("protect_bounded", env=env, timeout=300)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_rounds"] > 10, s
+    if budget_ms == 1000:
+        assert s["scan_concurrent_rounds"] == 0, s
+    elif write_tracking_works():
+        # (a machine that stops and marks this ~8 MiB heap within 1 ms never needs to)
+        assert s["scan_concurrent_rounds"] > 0 or s["scan_pause_us_max"] < 1000, s

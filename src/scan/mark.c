@@ -704,6 +704,7 @@ void mark_body(const uintptr_t *saved);
 static int mark_body_locked(const uintptr_t *saved, bool open_tracking);
 static bool concurrent_request(void);
 static int open_trackers(void);
+static void note_stop(uint64_t stop_ns, size_t used);
 
 /* The synchronous mark, on the calling thread, the world stopped throughout pass 1. */
 static void mark_here(const uintptr_t *saved) {
@@ -793,7 +794,10 @@ static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
     if (err)
         unmark(used, false);
     resume_world();
-    finish_round(used, err, t0, os_monotonic_ns() - t0);
+    uint64_t stop_ns = os_monotonic_ns() - t0;
+    if (!err && used)
+        note_stop(stop_ns, used);
+    finish_round(used, err, t0, stop_ns);
     return track_err;
 }
 
@@ -831,6 +835,12 @@ static struct {
      * (protecting, listing and unprotecting the pages, the handoff to the marker), and runs
      * on the freeing thread. */
     size_t min_pages;
+    /* OPT_MARK_PAUSE_MS in ns (set at init; auto only): a stopped mark expected to stop the
+     * world longer than this goes to the marker instead. */
+    uint64_t pause_budget_ns;
+    /* The last stopped round's stop (ns) and the heap's pages then (the marking thread writes
+     * them, a freeing thread reads them: atomic, relaxed; 0 before the first). */
+    _Atomic uint64_t stop_ns, stop_pages;
     atomic_int state;         /* CM_*: the marker thread and write tracking work */
     atomic_int started;       /* the marker thread was started in this process */
     _Atomic uint32_t want;    /* rounds asked for (futex word; the marker waits on it) */
@@ -1107,13 +1117,37 @@ static bool marker_started(void) {
     return ok;
 }
 
+/* A stopped round stopped the world stop_ns for a heap of used pages (what the next one
+ * would cost: stop_too_long). */
+static void note_stop(uint64_t stop_ns, size_t used) {
+    atomic_store_explicit(&cm_state.stop_ns, stop_ns, memory_order_relaxed);
+    atomic_store_explicit(&cm_state.stop_pages, used, memory_order_relaxed);
+}
+
+/* OSCAR_MARK=auto: would a mark with the world stopped, of a heap of used pages, stop it for
+ * longer than OSCAR_MARK_PAUSE_MS? Its cost follows the heap: the last stopped mark's time
+ * per page, times the pages now (before any, a heap of 64 MiB and more is taken to). A
+ * concurrent round costs the program more in all (every first write to a protected page
+ * faults; pages written meanwhile are read twice), so small heaps keep stopped marks. */
+#define FIRST_GUESS_PAGES ((64UL << 20) >> PH_PAGE_SHIFT)
+static bool stop_too_long(size_t used) {
+    if (!cm_state.pause_budget_ns)
+        return true;
+    uint64_t ns = atomic_load_explicit(&cm_state.stop_ns, memory_order_relaxed);
+    uint64_t pages = atomic_load_explicit(&cm_state.stop_pages, memory_order_relaxed);
+    if (!pages)
+        return used >= FIRST_GUESS_PAGES;
+    return ns * used / pages > cm_state.pause_budget_ns;
+}
+
 /* Hand the round to the marker thread. false: marks are not concurrent here (the caller
  * marks itself). An urgent caller (the quarantine far past its trigger) waits for the round. */
 static bool concurrent_request(void) {
+    size_t used = atomic_load_explicit(&ph.used_pages, memory_order_relaxed);
     if (cm_state.setting == 2 ||
         atomic_load_explicit(&cm_state.state, memory_order_relaxed) == CM_OFF || in_mark ||
-        !world_park_signal ||
-        atomic_load_explicit(&ph.used_pages, memory_order_relaxed) < cm_state.min_pages)
+        !world_park_signal || used < cm_state.min_pages ||
+        (cm_state.setting == 0 && !stop_too_long(used)))
         return false;
     if (!marker_started())
         return false; /* (this time, the caller marks) */
@@ -1147,6 +1181,7 @@ void mark_init(void) {
         find_libc();
     cm_state.verbose = options_int(OPT_VERBOSE) != 0;
     cm_state.min_pages = ((size_t)options_int(OPT_MARK_CONCURRENT_MIB) << 20) >> PH_PAGE_SHIFT;
+    cm_state.pause_budget_ns = (uint64_t)options_int(OPT_MARK_PAUSE_MS) * 1000000;
     int err;
     mark_state.cand_pages =
         os_alloc_meta(align_up((ph.hi - ph.lo) >> PH_PAGE_SHIFT, 64) / 8 + 8, &err);
