@@ -124,8 +124,8 @@ def test_reclaim_then_fork(runner):
 
 
 USED_UP_WARNING = (r"oscar: warning: the shadow address space is used up \(1 GiB\): addresses of "
-                   r"objects freed long ago are handed out again, so a pointer left dangling since "
-                   r"then may reach a new object; raise OSCAR_VA_GIB \(up to 65536\)")
+                   r"objects freed long ago are handed out again once a scan finds no pointer into "
+                   r"them; raise OSCAR_VA_GIB \(up to 65536\)")
 
 
 @pytest.mark.parametrize("action", ["none", "fork"])

@@ -25,6 +25,10 @@ enum chunk_state {
 };
 #define STATE_MASK 3
 #define PENDING 4 /* (a flag with the state) on the pending list: never recycled */
+#define PROVEN 8  /* (a flag with CHUNK_RECLAIMED) no pointer into it was left at a proof */
+/* A proof looks at up to PROVE_BATCH reclaimed chunks (4 GiB of addresses: one stop of the
+ * world for up to a million strict-mode objects). */
+#define PROVE_BATCH 2048
 
 /* The reclaim sweep's state. */
 static struct {
@@ -51,13 +55,25 @@ static struct {
     /* Set once not even one chunk could be found: live objects fill the region. */
     atomic_bool short_of_addresses;
     atomic_int warned_recycling, warned_short; /* each set once, by its warning (exchange) */
+    /* The proof (reclaim.h): its hook (set once at init), a bit per chunk of the batch being
+     * proven (allocated once by reclaim_init), and freed_chunks when the last proof ran
+     * (under busy); warned_kept: its warning was said (exchange, once). */
+    reclaim_prove_fn prove;
+    uint64_t *cand;
+    size_t proved_at;
+    bool proved_once;
+    atomic_int warned_kept;
 } reclaim_state = {.busy = OSCAR_LOCK_INIT(RECLAIM), .failed_at = SIZE_MAX};
+
+void reclaim_set_prove_hook(reclaim_prove_fn prove) { reclaim_state.prove = prove; }
 
 void reclaim_init(void) {
     reclaim_state.chunks = (oscar_region.end - oscar_region.base) / REGION_CHUNK;
     int err;
     reclaim_state.state = os_alloc_meta(reclaim_state.chunks, &err);
     reclaim_state.pending = os_alloc_meta(reclaim_state.chunks * sizeof *reclaim_state.pending, &err);
+    reclaim_state.cand = os_alloc_meta((reclaim_state.chunks + 63) / 64 * 8, &err); /* (NULL: no
+                                                                                     * proof, no recycling of reclaimed chunks) */
     if (!reclaim_state.state || !reclaim_state.pending) {
         reclaim_state.state = NULL;
         return; /* no reclaiming: metadata simply stays */
@@ -230,9 +246,19 @@ void reclaim_lock(void) { oscar_lock_acquire(&reclaim_state.busy); /* a sweep or
 
 void reclaim_unlock(void) { oscar_lock_release(&reclaim_state.busy); }
 
+/* Never handed out, or reclaimed and proven (or no proof in this build: no scan module). */
 static bool recyclable(size_t i) {
     uint8_t s = atomic_load_explicit(&reclaim_state.state[i], memory_order_relaxed);
-    return (s & STATE_MASK) >= CHUNK_RECLAIMED && !(s & PENDING);
+    if (s & PENDING)
+        return false;
+    return (s & STATE_MASK) == CHUNK_NEVER ||
+           ((s & STATE_MASK) == CHUNK_RECLAIMED && ((s & PROVEN) || !reclaim_state.prove));
+}
+
+/* Reclaimed, not proven yet: a candidate of the next proof. */
+static bool unproven(size_t i) {
+    uint8_t s = atomic_load_explicit(&reclaim_state.state[i], memory_order_relaxed);
+    return (s & (STATE_MASK | PENDING | PROVEN)) == CHUNK_RECLAIMED;
 }
 
 /* One warning line, once per flag: "oscar: warning: <what> (N GiB): <then>". */
@@ -278,6 +304,58 @@ static bool next_window(size_t need) {
     return false;
 }
 
+/* A proof (reclaim.h) over up to PROVE_BATCH unproven chunks, from the recycling cursor on
+ * (oldest first, as next_window takes them): those nothing points to become PROVEN. Only when
+ * no window is left (find_window), and not again before some chunk became recyclable since
+ * the last proof: a chunk kept by one proof is looked at again by the next, and a program
+ * that pins every old chunk does not stop the world on every allocation. The number proven.
+ * (Under busy: no chunk's state changes meanwhile but by reclaim_mark_never, which never
+ * touches a reclaimed one.) */
+static size_t prove_batch(void) {
+    size_t chunks = reclaim_state.chunks;
+    size_t freed = atomic_load(&reclaim_state.freed_chunks);
+    if (!reclaim_state.prove || !reclaim_state.cand ||
+        (reclaim_state.proved_once && freed == reclaim_state.proved_at))
+        return 0;
+    size_t start = reclaim_state.recycle_next < chunks ? reclaim_state.recycle_next : 0, n = 0;
+    for (size_t k = 0; k < chunks && n < PROVE_BATCH; k++) {
+        size_t i = (start + k) % chunks;
+        if (unproven(i)) {
+            reclaim_state.cand[i / 64] |= 1ULL << (i % 64);
+            n++;
+        }
+    }
+    if (!n)
+        return 0;
+    reclaim_state.proved_once = true;
+    reclaim_state.proved_at = freed;
+    stats_add(STAT_RECYCLE_MARKS, 1);
+    int err = reclaim_state.prove(reclaim_state.cand, chunks);
+    size_t proven = 0;
+    for (size_t w = 0; w < (chunks + 63) / 64; w++) {
+        uint64_t b = reclaim_state.cand[w];
+        reclaim_state.cand[w] = 0;
+        for (; b && !err; b &= b - 1) {
+            atomic_fetch_or(&reclaim_state.state[w * 64 + (size_t)__builtin_ctzll(b)], PROVEN);
+            proven++;
+        }
+    }
+    if (err) {
+        warn_once(&reclaim_state.warned_kept, MSG_RECYCLE_UNPROVEN,
+                  "the other threads could not be stopped to show that no pointer into old "
+                  "addresses is left, so none is handed out again for now");
+        return 0;
+    }
+    stats_add(STAT_RECYCLE_CHUNKS_KEPT, (int64_t)(n - proven));
+    if (proven)
+        reclaim_state.failed_at = SIZE_MAX; /* (windows may be found again: find_window) */
+    else
+        warn_once(&reclaim_state.warned_kept, MSG_RECYCLE_UNPROVEN,
+                  "pointers into every stretch of old addresses are left (freed objects still "
+                  "pointed to), so none is handed out again for now");
+    return proven;
+}
+
 /* A new window of at least need chunks (next_window). The bump pointer no longer triggers
  * sweeps: each new window triggers one, and when none is found, two whole passes over the
  * pending chunks (a dead chunk needs two visits) before giving up. When the last try for as
@@ -302,6 +380,8 @@ static bool find_window(size_t need) {
             reclaim_state.failed_need = need;
         }
     } while (!found && retry && reclaim_state.passes < p0 + 3);
+    if (!found && prove_batch())
+        found = next_window(need);
     if (!found && need == 1)
         atomic_store(&reclaim_state.short_of_addresses, true);
     return found;
@@ -313,10 +393,19 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
     reclaim_lock();
     uintptr_t a = align_up(reclaim_state.window_cur, align);
     if (!reclaim_state.window_cur || a + len > reclaim_state.window_end || a + len < a) {
-        if (reclaim_state.window_cur < reclaim_state.window_end)
-            region_abandon(reclaim_state.window_cur, reclaim_state.window_end); /* never handed out now */
-        reclaim_state.window_cur = reclaim_state.window_end = 0;
-        a = find_window((len + REGION_CHUNK - 1) / REGION_CHUNK) ? reclaim_state.window_cur : 0;
+        /* A new window; the rest of the current one is given up only once there is one (a
+         * thread asks for a whole slice first, then for what it needs: that must still come
+         * from the rest, or every rest would be lost and some chunks never used again). */
+        uintptr_t cur = reclaim_state.window_cur, end = reclaim_state.window_end;
+        if (find_window((len + REGION_CHUNK - 1) / REGION_CHUNK)) {
+            if (cur < end)
+                region_abandon(cur, end); /* never handed out now */
+            a = reclaim_state.window_cur;
+        } else {
+            reclaim_state.window_cur = cur;
+            reclaim_state.window_end = end;
+            a = 0;
+        }
     }
     if (a) {
         if (a > reclaim_state.window_cur)
@@ -326,8 +415,8 @@ uintptr_t reclaim_recycle(size_t len, size_t align) {
     reclaim_unlock();
     if (a)
         warn_once(&reclaim_state.warned_recycling, MSG_REGION_USED_UP,
-                  "addresses of objects freed long ago are handed out again, so a pointer left "
-                  "dangling since then may reach a new object");
+                  "addresses of objects freed long ago are handed out again once a scan finds "
+                  "no pointer into them");
     else if (atomic_load(&reclaim_state.short_of_addresses))
         warn_once(&reclaim_state.warned_short, MSG_REGION_FULL,
                   "new small objects now share shadow pages (a use after free is caught once "

@@ -18,9 +18,14 @@
  *
  * Addresses run out too: at the rate strict mode can allocate (~300,000 objects a second,
  * a page each), 16 TiB lasts hours. When the region is used up, the addresses of reclaimed
- * chunks, oldest first, are handed out again (reclaim_recycle), with one warning: a pointer
- * left dangling since then could reach a new object, where the program would otherwise get
- * NULL from malloc and most likely die. */
+ * chunks, oldest first, are handed out again (reclaim_recycle), with one warning, but only
+ * once a proof has shown that no pointer into them is left: a stop of the world and a
+ * conservative scan of every root and every live object (scan/recycle.c, through the hook
+ * below), a batch of up to PROVE_BATCH chunks (4 GiB of addresses) at a time. A chunk some
+ * word points into (or one past the end of) is kept out of use and tried again at a later
+ * proof. Chunks never handed out (alignment gaps, slice rests) need no proof. When no chunk
+ * can be proven (every one is pointed to, or the world could not be stopped), malloc does
+ * what it does when nothing is left to recycle, and one warning says why. */
 #ifndef OSCAR_RECLAIM_H
 #define OSCAR_RECLAIM_H
 #include "base/core.h"
@@ -39,8 +44,16 @@ void reclaim_mark_never(uintptr_t lo, uintptr_t hi);
 /* Was the chunk holding address a reclaimed (its objects were all freed long ago)? */
 bool reclaim_is_reclaimed(uintptr_t a);
 /* The region is used up: len bytes aligned to align (at most a chunk) from the addresses of
- * reclaimed chunks, oldest first, with a one-time warning; 0 if there are none. */
+ * reclaimed chunks proven unreferenced, oldest first, with a one-time warning; 0 if there are
+ * none. */
 uintptr_t reclaim_recycle(size_t len, size_t align);
+/* The proof (scan/recycle.c registers it at init): with every other thread stopped, clears
+ * in cand (a bit per chunk of the region, chunks bits) the bit of every chunk that an aligned
+ * word of a root or of a live object points into, or one past the end of. 0, or -errno when
+ * nothing was proven (the world could not be stopped, the roots could not be read). Called
+ * with the reclaim lock held (see reclaim_lock). */
+typedef int (*reclaim_prove_fn)(uint64_t *cand, size_t chunks);
+void reclaim_set_prove_hook(reclaim_prove_fn prove);
 /* True once live objects filled the region (not even one chunk could be recycled): small
  * objects are then packed, several to a shadow page, as near the mapping limit. */
 bool reclaim_short_of_addresses(void);

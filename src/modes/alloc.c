@@ -16,6 +16,7 @@
 #include "heap/packed.h"
 #include "heap/deferred.h"
 #include "heap/reclaim.h"
+#include "scan/recycle.h"
 #include "heap/views.h"
 #include "mem/region.h"
 #include "report/report.h"
@@ -66,6 +67,7 @@ void oscar_init(void) {
     object_register_hooks(); /* (reports name objects from here on) */
     views_register_hooks();
     reclaim_init(); /* (before the first region_take: alignment gaps are marked in it) */
+    recycle_init(); /* (recycled addresses are proven unreferenced first) */
     packed_init();
     if ((err = canon_init()) != 0)
         report_fatal("cannot create the canonical heap (memfd)", err);

@@ -1,0 +1,196 @@
+/* recycle: see recycle.h.
+ *
+ * The proof of a batch (recycle_prove, called by heap/reclaim.c with a bit per chunk of the
+ * region set for each candidate): stop the world (scan/world.h), then read
+ *   - every root (scan/roots.h: thread registers and stacks, alternate signal stacks, data,
+ *     bss and TLS, the program's own writable mappings), this thread's stack from the walk's
+ *     own frame up (the program's frames and every frame of Oscar's between them: stale
+ *     words there only keep a chunk for nothing);
+ *   - the live small objects: the canonical heap's window (mem/canon.h) where strict and fast
+ *     mode keep their bytes, whole, span by span, the pages in memory (mincore; spans that are
+ *     empty were punched);
+ *   - the live large objects and custom-allocator arena and view pages, from the region's page
+ *     entries (chunks reclaimed or never used are skipped whole).
+ * Not read: Oscar's metadata (os_meta_range), liboscar's own data (roots.c), the region itself
+ * as a mapping (its live objects are read above), the window as a mapping (the same).
+ * A word w is a hit when w - base <= region size: the bit of the chunk w points into, and of
+ * the chunk before when w is a chunk's first address (one past the end of an object that ends
+ * the chunk before), are cleared. Whatever was cleared stays out of use until a later proof.
+ *
+ * Locks: the caller holds the reclaim lock (and whatever lower-ranked lock region_take's
+ * caller held); world_stop takes the world lock, which ranks after every allocator lock. With
+ * the world stopped this file takes no lock at all (a parked thread may hold any of them),
+ * allocates nothing, and only reads: page entries and span states with atomic loads, object
+ * bytes with guarded reads (a page revoked under a parked thread's free is skipped). Every
+ * signal but SIGSEGV and SIGBUS is blocked on this thread meanwhile (a handler of the program
+ * could move a pointer below the stack pointer the walk starts from), as mark.c does. */
+#define _GNU_SOURCE
+#include "scan/recycle.h"
+#include "scan/roots.h"
+#include "scan/world.h"
+#include "base/stats.h"
+#include "heap/reclaim.h"
+#include "heap/views.h"
+#include "mem/canon.h"
+#include "mem/region.h"
+#include "os/os.h"
+
+#include <signal.h>
+
+/* The proof's state: written by the proving thread only (under the reclaim lock, the world
+ * stopped), zero between proofs. */
+static struct {
+    uint64_t *cand;   /* the batch: a bit per chunk (reclaim.c's) */
+    size_t chunks;    /* bits in cand */
+    uintptr_t base;   /* the region's first address */
+    uintptr_t span;   /* and its size */
+    /* Not roots: the region, the canonical window, Oscar's metadata (sorted by lo). */
+    struct root_range ex[2 + OS_META_RANGES_MAX];
+    unsigned char vec[4096]; /* mincore of a piece of the canonical window */
+} recycle_state;
+
+static inline void keep_chunk(size_t c) {
+    if (c < recycle_state.chunks)
+        recycle_state.cand[c / 64] &= ~(1ULL << (c % 64));
+}
+
+static void scan(uintptr_t lo, uintptr_t hi, void *arg) {
+    (void)arg;
+    const uintptr_t *p = (const uintptr_t *)align_up(lo, sizeof(uintptr_t));
+    const uintptr_t *e = (const uintptr_t *)(hi & ~(sizeof(uintptr_t) - 1));
+    uintptr_t base = recycle_state.base, span = recycle_state.span;
+    const uint64_t *cand = recycle_state.cand;
+    for (; p < e; p++) {
+        uintptr_t off = *p - base;
+        if (likely(off > span))
+            continue;
+        size_t c = off / REGION_CHUNK;
+        if (c < recycle_state.chunks && ((cand[c / 64] >> (c % 64)) & 1))
+            keep_chunk(c);
+        if (!(off % REGION_CHUNK) && c > 0 && ((cand[(c - 1) / 64] >> ((c - 1) % 64)) & 1))
+            keep_chunk(c - 1); /* one past the end of an object that ends chunk c - 1 */
+    }
+}
+
+static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,
+                      void *arg) {
+    (void)kind;
+    (void)name;
+    roots_read_guarded(scan, lo, hi, arg);
+}
+
+/* The canonical heap's pages in memory, span by span (a span never used, or punched empty,
+ * holds no object). */
+static void scan_canonical(void) {
+    uintptr_t w = oscar_canon.window;
+    if (!w || !oscar_canon.span_pages)
+        return;
+    uint64_t spans = atomic_load_explicit(&oscar_canon.next_span, memory_order_acquire);
+    uint64_t max = atomic_load_explicit(&oscar_canon.max_pages, memory_order_acquire);
+    for (uint64_t s = 0; s < spans; s++) {
+        if (atomic_load_explicit(&oscar_canon.spans[s].state, memory_order_acquire) ==
+            SPAN_EMPTY)
+            continue;
+        uint64_t first = s * oscar_canon.span_pages, last = first + oscar_canon.span_pages;
+        if (last > max)
+            last = max;
+        while (first < last) {
+            size_t n = last - first < sizeof recycle_state.vec ? last - first : sizeof recycle_state.vec;
+            uintptr_t a = w + (first << OSCAR_PAGE_SHIFT);
+            if (os_mincore((void *)a, n << OSCAR_PAGE_SHIFT, recycle_state.vec) != 0) {
+                roots_read_guarded(scan, a, a + (n << OSCAR_PAGE_SHIFT), NULL);
+            } else {
+                for (size_t i = 0; i < n;) {
+                    if (!(recycle_state.vec[i] & 1)) {
+                        i++;
+                        continue;
+                    }
+                    size_t j = i + 1;
+                    while (j < n && (recycle_state.vec[j] & 1))
+                        j++;
+                    roots_read_guarded(scan, a + (i << OSCAR_PAGE_SHIFT),
+                                       a + (j << OSCAR_PAGE_SHIFT), NULL);
+                    i = j;
+                }
+            }
+            first += n;
+        }
+    }
+}
+
+/* Live large objects, arena and view pages of the region handed out so far. */
+static void scan_region(void) {
+    uintptr_t end = oscar_region.base + region_used();
+    for (uintptr_t p = oscar_region.base; p < end;) {
+        uint64_t e = region_load(p);
+        enum page_kind k = entry_kind(e);
+        if (k == PK_LARGE) {
+            size_t len = align_up(entry_payload(e), OSCAR_PAGE);
+            if (!len)
+                len = OSCAR_PAGE;
+            if (len > end - p)
+                len = end - p;
+            roots_read_guarded(scan, p, p + len, NULL);
+            p += len;
+            continue;
+        }
+        if ((k == PK_ARENA || k == PK_VIEW) && !entry_api_dead(e))
+            roots_read_guarded(scan, p, p + OSCAR_PAGE, NULL);
+        p = k == PK_NONE || e == 0 ? reclaim_next_page(p) : p + OSCAR_PAGE;
+    }
+}
+
+/* The ranges that are no roots, sorted (roots.c cuts them in order). */
+static size_t not_roots(void) {
+    struct root_range *ex = recycle_state.ex;
+    size_t n = 0;
+    ex[n++] = (struct root_range){oscar_region.base, oscar_region.end};
+    if (oscar_canon.window)
+        ex[n++] = (struct root_range){oscar_canon.window,
+                                      oscar_canon.window +
+                                          (atomic_load(&oscar_canon.max_pages) << OSCAR_PAGE_SHIFT)};
+    for (size_t i = 0, m = os_meta_count(); i < m && n < sizeof recycle_state.ex / sizeof *ex; i++)
+        if (os_meta_range(i, &ex[n].lo, &ex[n].hi))
+            n++;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && ex[j - 1].lo > ex[j].lo; j--) {
+            struct root_range t = ex[j];
+            ex[j] = ex[j - 1];
+            ex[j - 1] = t;
+        }
+    return n;
+}
+
+static int recycle_prove(uint64_t *cand, size_t chunks) {
+    int err = world_init();
+    if (err)
+        return err;
+    sigset_t all, old;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    os_sigprocmask(SIG_BLOCK, &all, &old);
+    recycle_state.cand = cand;
+    recycle_state.chunks = chunks;
+    recycle_state.base = oscar_region.base;
+    recycle_state.span = oscar_region.end - oscar_region.base;
+    size_t nex = not_roots();
+    uint64_t t0 = os_monotonic_ns();
+    err = world_stop();
+    if (!err) {
+        /* Locks held: reclaim, world (and region_take's caller's). Parked threads may hold
+         * any other: none is taken from here to world_resume. */
+        err = roots_for_each(scan_root, NULL, recycle_state.ex, nex, 0);
+        if (!err) {
+            scan_canonical();
+            scan_region();
+        }
+        world_resume();
+        stats_raise_peak(STAT_RECYCLE_PAUSE_US_MAX, (os_monotonic_ns() - t0) / 1000);
+    }
+    recycle_state.cand = NULL;
+    os_sigprocmask(SIG_SETMASK, &old, NULL);
+    return err;
+}
+
+void recycle_init(void) { reclaim_set_prove_hook(recycle_prove); }
