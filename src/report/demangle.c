@@ -75,6 +75,7 @@ struct dm {
     int in_conv;       /* inside a conversion operator's type (T_ there refers forward) */
     char *out;
     size_t olen, cap;
+    char last; /* the last character written, even if taken back since (as c++filt has it) */
     uint16_t pack, pack_index; /* the pack being expanded, and which of its elements */
     uint16_t subs[MAX_SUBS];
     uint16_t targs[MAX_TARGS];
@@ -455,12 +456,12 @@ static uint16_t unqualified_name(struct dm *d, uint16_t prefix) {
     uint16_t x;
     if (is_digit(c)) {
         x = source_name(d);
-    } else if (c == 'C' && c1 >= '1' && c1 <= '5') {
+    } else if ((c == 'C' && c1 >= '1' && c1 <= '5') || (c == 'D' && c1 >= '0' && c1 <= '5' && c1 != '3')) {
         d->pos += 2;
-        x = prefix ? mk(d, K_CTOR, 0, class_name(d, prefix), 0, 0) : bad(d);
-    } else if (c == 'D' && c1 >= '0' && c1 <= '5') {
-        d->pos += 2;
-        x = prefix ? mk(d, K_CTOR, 1, class_name(d, prefix), 0, 0) : bad(d);
+        uint16_t cls = class_name(d, prefix);
+        if (!cls || (d->n[cls].k != K_NAME && d->n[cls].k != K_STD))
+            return bad(d);
+        x = mk(d, K_CTOR, c == 'D', cls, 0, 0);
     } else if (c == 'U') {
         x = unnamed(d);
     } else if (is_lower(c)) {
@@ -492,6 +493,9 @@ static uint8_t cv_qualifiers(struct dm *d) {
         q |= Q_VOLATILE;
     if (eat(d, 'K'))
         q |= Q_CONST;
+    char c = peek(d, 0);
+    if (c == 'r' || c == 'V' || c == 'K')
+        bad(d); /* (out of order or twice: not a name a compiler wrote) */
     return q;
 }
 
@@ -540,10 +544,9 @@ static uint16_t nested_name(struct dm *d, bool tag) {
         push_sub(d, so_far);
         pushed = true;
     }
-    if (d->fail || !so_far)
-        return bad(d);
-    if (pushed)
-        d->nsubs--; /* the whole name is a substitution only as a type (parse_type) */
+    if (d->fail || !so_far || !pushed)
+        return bad(d); /* (ending with a substitution: c++filt reads no name there) */
+    d->nsubs--; /* the whole name is a substitution only as a type (parse_type) */
     if (tag)
         d->enc_quals = q;
     return so_far;
@@ -555,6 +558,8 @@ static uint16_t local_name(struct dm *d, bool tag) {
     uint16_t enc = parse_encoding(d);
     if (d->fail || !eat(d, 'E'))
         return bad(d);
+    if (d->n[enc].k == K_FUNC)
+        d->n[enc].b = 0; /* (c++filt leaves out the enclosing function's return type) */
     d->enc_quals = 0;
     uint16_t entity;
     if (eat(d, 's'))
@@ -655,6 +660,10 @@ static uint16_t parse_type(struct dm *d) {
     case 'K': {
         uint8_t q = cv_qualifiers(d);
         uint16_t t = parse_type(d);
+        if (t && d->n[t].k == K_QUAL) { /* (const of a substitution that is const already) */
+            q |= d->n[t].q;
+            t = d->n[t].a;
+        }
         x = mk(d, K_QUAL, q, t, 0, 0);
         break;
     }
@@ -814,8 +823,11 @@ static uint16_t parse_encoding(struct dm *d) {
     uint8_t q = d->enc_quals;
     c = peek(d, 0);
     if (d->fail || c == 0 || c == '.' || c == 'E')
-        LEAVE(d, name);
+        LEAVE(d, q ? bad(d) : name); /* (a variable has no qualifiers) */
     uint16_t ret = returns_type(d, name) ? parse_type(d) : 0;
+    c = peek(d, 0);
+    if (ret && (c == 0 || c == '.' || c == 'E'))
+        LEAVE(d, bad(d)); /* (a return type, then no parameters, not even "v") */
     uint16_t params = parameters(d, false);
     LEAVE(d, mk(d, K_FUNC, q, name, ret, params));
 }
@@ -852,6 +864,8 @@ static void put(struct dm *d, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
         d->out[d->olen + i] = s[i];
     d->olen += n;
+    if (n)
+        d->last = s[n - 1];
 }
 static void puts_(struct dm *d, const char *s) {
     size_t n = 0;
@@ -859,7 +873,7 @@ static void puts_(struct dm *d, const char *s) {
         n++;
     put(d, s, n);
 }
-static char last_char(const struct dm *d) { return d->olen ? d->out[d->olen - 1] : 0; }
+static char last_char(const struct dm *d) { return d->last; }
 
 static void print(struct dm *d, uint16_t x);
 static void print_left(struct dm *d, uint16_t x);
@@ -909,6 +923,23 @@ static bool has_right(const struct dm *d, uint16_t x) {
     return false;
 }
 
+/* What a pointer or reference refers to, references to references collapsed as C++ does
+ * (`T&&` with T = `int&` is `int&`); *k becomes the kind of the collapsed reference. */
+static uint16_t pointee(const struct dm *d, uint16_t x, int *k) {
+    uint16_t t = d->n[x].a;
+    if (*k == K_PTR)
+        return t;
+    for (int guard = 0; t && guard < MAX_DEPTH; guard++) {
+        uint16_t r = resolve(d, t);
+        if (d->n[r].k == K_LREF)
+            *k = K_LREF;
+        else if (d->n[r].k != K_RREF)
+            break;
+        t = d->n[r].a;
+    }
+    return t;
+}
+
 static void print_quals(struct dm *d, uint8_t q) {
     if (q & Q_CONST)
         puts_(d, " const");
@@ -922,9 +953,12 @@ static void print_quals(struct dm *d, uint8_t q) {
         puts_(d, " &&");
 }
 
-/* A list's items with ", " between them. A function's parameters leave out an empty pack's
- * separator (c++filt keeps it in template arguments: `thread<void (&)(), , void>`). */
-static void print_list(struct dm *d, uint16_t cell, bool drop_empty) {
+/* A list's items with ", " between them. As c++filt does, a separator is taken back when
+ * nothing is printed after it up to the end of the list (empty argument packs at the end:
+ * `shared_ptr<std::allocator<void>>`, with no space before the last `>` either), but kept
+ * before an empty pack in the middle (`thread<void (&)(), , void>`). */
+static void print_list(struct dm *d, uint16_t cell) {
+    size_t trim = (size_t)-1; /* where the run of empty items at the end began */
     bool first = true;
     for (int guard = 0; cell && !d->fail; cell = d->n[cell].b) {
         if (++guard > MAX_NODES) {
@@ -934,20 +968,23 @@ static void print_list(struct dm *d, uint16_t cell, bool drop_empty) {
         size_t before = d->olen;
         if (!first)
             puts_(d, ", ");
+        first = false;
         size_t mid = d->olen;
         print(d, d->n[cell].a);
-        if (drop_empty && d->olen == mid)
-            d->olen = before;
-        else
-            first = false;
+        if (d->olen != mid)
+            trim = (size_t)-1;
+        else if (trim == (size_t)-1 && before != mid)
+            trim = before;
     }
+    if (trim != (size_t)-1 && !d->fail)
+        d->olen = trim;
 }
 
 static void print_args(struct dm *d, uint16_t list) {
     if (last_char(d) == '<')
         puts_(d, " ");
     puts_(d, "<");
-    print_list(d, list, false);
+    print_list(d, list);
     if (last_char(d) == '>')
         puts_(d, " ");
     puts_(d, ">");
@@ -1101,7 +1138,7 @@ static void print_left(struct dm *d, uint16_t x) {
         }
         print(d, p->a);
         puts_(d, "(");
-        print_list(d, p->c, true);
+        print_list(d, p->c);
         puts_(d, ")");
         if (p->b)
             print_right(d, p->b);
@@ -1113,14 +1150,17 @@ static void print_left(struct dm *d, uint16_t x) {
         break;
     case K_PTR:
     case K_LREF:
-    case K_RREF:
-        print_left(d, p->a);
-        if (is_kind(d, p->a, K_ARRAY))
+    case K_RREF: {
+        int k = p->k;
+        uint16_t t = pointee(d, x, &k);
+        print_left(d, t);
+        if (is_kind(d, t, K_ARRAY))
             puts_(d, " (");
-        else if (is_kind(d, p->a, K_FTYPE))
+        else if (is_kind(d, t, K_FTYPE))
             puts_(d, "(");
-        puts_(d, p->k == K_PTR ? "*" : p->k == K_LREF ? "&" : "&&");
+        puts_(d, k == K_PTR ? "*" : k == K_LREF ? "&" : "&&");
         break;
+    }
     case K_QUAL:
         print_left(d, p->a);
         print_quals(d, p->q);
@@ -1167,7 +1207,7 @@ static void print_left(struct dm *d, uint16_t x) {
         break;
     case K_LAMBDA:
         puts_(d, "{lambda(");
-        print_list(d, p->a, true);
+        print_list(d, p->a);
         puts_(d, ")#");
         print_number(d, p->b);
         puts_(d, "}");
@@ -1184,7 +1224,7 @@ static void print_left(struct dm *d, uint16_t x) {
         if (d->pack == x)
             print_left(d, resolve(d, x));
         else
-            print_list(d, p->a, false);
+            print_list(d, p->a);
         break;
     case K_PACKEXP:
         print_pack_expansion(d, p->a);
@@ -1203,7 +1243,7 @@ static void print_right(struct dm *d, uint16_t x) {
     switch (p->k) {
     case K_FTYPE:
         puts_(d, "(");
-        print_list(d, p->b, true);
+        print_list(d, p->b);
         puts_(d, ")");
         print_right(d, p->a);
         print_quals(d, p->q);
@@ -1212,11 +1252,14 @@ static void print_right(struct dm *d, uint16_t x) {
         break;
     case K_PTR:
     case K_LREF:
-    case K_RREF:
-        if (is_kind(d, p->a, K_ARRAY) || is_kind(d, p->a, K_FTYPE))
+    case K_RREF: {
+        int k = p->k;
+        uint16_t t = pointee(d, x, &k);
+        if (is_kind(d, t, K_ARRAY) || is_kind(d, t, K_FTYPE))
             puts_(d, ")");
-        print_right(d, p->a);
+        print_right(d, t);
         break;
+    }
     case K_QUAL:
     case K_POSTFIX:
         print_right(d, p->a);
@@ -1270,6 +1313,7 @@ bool demangle(const char *name, char *out, size_t cap) {
     d.out = out;
     d.olen = 0;
     d.cap = cap;
+    d.last = 0;
     d.n[0] = (struct node){0, 0, 0, 0, 0};
     uint16_t top = parse_encoding(&d);
     top = clone_suffixes(&d, top);
