@@ -87,11 +87,17 @@ def test_api_programs_sampled(runner, program):
     assert_same_output(runner.oscar(program, env=SAMPLE_ALL), runner.glibc(program))
 
 
-def test_off_by_default(runner, tmp_path):
-    stats = tmp_path / "stats.json"
-    res = runner.oscar("sample_use_after_free",
-                       env={"OSCAR_MODE": "protect", "OSCAR_STATS_FILE": str(stats)})
-    assert json.loads(stats.read_text()).get("sampled_objects", 0) == 0, res.describe()
+def test_on_by_default(runner, tmp_path):
+    """Protect mode samples without being asked (OSCAR_SAMPLE_RATE's default); 0 turns it off."""
+    counts = {}
+    for rate in (None, "0"):
+        stats = tmp_path / ("stats-%s.json" % rate)
+        env = {"OSCAR_MODE": "protect", "OSCAR_STATS_FILE": str(stats)}
+        if rate:
+            env["OSCAR_SAMPLE_RATE"] = rate
+        assert_same_output(runner.oscar("sample_long", env=env), runner.glibc("sample_long"))
+        counts[rate] = json.loads(stats.read_text()).get("sampled_objects", 0)
+    assert counts[None] > 0 and counts["0"] == 0, counts
 
 
 @pytest.mark.parametrize("guards", ["1", "0"])

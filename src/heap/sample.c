@@ -138,6 +138,20 @@ static void slot_done(size_t i) {
         os_revoke((void *)page_of(c * SAMPLE_CHUNK_SLOTS), CHUNK_BYTES); /* (page tables too) */
 }
 
+/* Does /proc/self/pagemap tell a guard marker from a page swapped out (bit 58, Linux 6.15+)?
+ * The mark reads the pool's read-write pages as roots, by pagemap: were the freed pages to
+ * look swapped out, it would fault on each. Without a pagemap the mark asks mincore, which
+ * calls them absent. */
+static bool guards_seen_by_pagemap(uintptr_t guard_page) {
+    long fd = os_open_read("/proc/self/pagemap");
+    if (fd < 0)
+        return true;
+    uint64_t entry = 0;
+    long got = os_pread((int)fd, &entry, sizeof entry, guard_page / OSCAR_PAGE * sizeof entry);
+    os_close((int)fd);
+    return got != (long)sizeof entry || ((entry >> 58) & 1) || !((entry >> 62) & 1);
+}
+
 int sample_init(void) {
     sample_rate = options_int(OPT_SAMPLE_RATE);
     if (!sample_rate)
@@ -162,7 +176,13 @@ int sample_init(void) {
     sample_lo = align_up((uintptr_t)lo, CHUNK_BYTES); /* (chunks on 2 MiB: whole page tables) */
     sample_hi = sample_lo + bytes;
     sample_state.guards = os_guards_usable() && options_int(OPT_GUARDS);
-    if (sample_state.guards && !make_ready(0))
+    if (sample_state.guards && make_ready(0) &&
+        !guards_seen_by_pagemap(page_of(0) + OSCAR_PAGE)) {
+        os_revoke((void *)sample_lo, CHUNK_BYTES);
+        atomic_store(&sample_state.chunks[0], 0);
+        sample_state.guards = false;
+    }
+    if (sample_state.guards && !(atomic_load(&sample_state.chunks[0]) & CHUNK_READY))
         sample_state.guards = false; /* (no guard markers here: mmap per sampled page) */
     if (!sample_state.guards)
         make_ready(0);

@@ -5,9 +5,10 @@
  * sampling makes some of them seen, in production (GWP-ASan's idea on Oscar's revocation).
  *
  * The pages come from one large reservation (SAMPLE_POOL_GIB of address space), taken in
- * order, a chunk of SAMPLE_CHUNK_SLOTS slots at a time. With guard markers (Linux 6.13+,
- * MADV_GUARD_INSTALL) a chunk is made read-write once and its guard pages are marked in one
- * system call; handing out a slot then costs no system call (the program's first write
+ * order, a chunk of SAMPLE_CHUNK_SLOTS slots at a time. With guard markers (Linux 6.15+:
+ * MADV_GUARD_INSTALL, and such pages told apart from swapped-out ones in /proc/self/pagemap,
+ * where the mark looks) a chunk is made read-write once and its guard pages are marked in
+ * one system call; handing out a slot then costs no system call (the program's first write
  * faults a fresh zero page in) and a free is one madvise that installs a guard marker on the
  * object's page: no kernel mapping is split, the page's memory goes back to the system and
  * every access faults. A chunk whose slots have all been freed is retired (one PROT_NONE
@@ -16,13 +17,13 @@
  *
  * A freed slot's address is never handed out again (a dangling pointer to it keeps
  * faulting): the reservation is used up after SAMPLE_POOL_GIB GiB / 8 KiB samples (4 TiB:
- * 5.4e8 samples, e.g. 62 days of 1e6 allocations a second at the default rate of 1 in
- * 10,000), then sampling stops (stat sample_pool_full). Memory stays bounded meanwhile: the
- * records (size, stacks) of the last SAMPLE_RECORDS sampled objects are kept in a ring (an
- * older one's report then lacks its stacks), at most SAMPLE_LIVE_MAX sampled objects are live
- * at once (so the kernel mappings stay bounded: at most two per live sampled object), and
- * retired chunks cost nothing. Objects over a page, and aligned allocations, are never
- * sampled. */
+ * 5.4e8 samples; at the default rate of one in 20,000, 1.1e13 allocations, 124 days of a
+ * million allocations a second), then sampling stops (stat sample_pool_full). Memory stays
+ * bounded meanwhile: the records (size, stacks) of the last SAMPLE_RECORDS sampled objects
+ * are kept in a ring (an older one's report then lacks its size and stacks), at most
+ * SAMPLE_LIVE_MAX sampled objects are live at once (so the kernel mappings stay bounded: at
+ * most two per live sampled object), and retired chunks cost nothing. Objects over a page,
+ * and aligned allocations, are never sampled. */
 #ifndef OSCAR_SAMPLE_H
 #define OSCAR_SAMPLE_H
 #include "base/core.h"
