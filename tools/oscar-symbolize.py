@@ -24,7 +24,8 @@ import shutil
 import subprocess
 import sys
 
-FRAME = re.compile(r"^(?P<indent>\s*)#(?P<n>\d+) (?P<pc>0x[0-9a-f]+) (?:in (?P<func>\S+) )?"
+# (FUNCTION may have spaces: a demangled C++ name, `Foo::bar(int) const`.)
+FRAME = re.compile(r"^(?P<indent>\s*)#(?P<n>\d+) (?P<pc>0x[0-9a-f]+) (?:in (?P<func>.+?) )?"
                    r"(?:(?P<file>\S+):(?P<line>\d+) )?\((?P<module>[^()+]+)\+(?P<off>0x[0-9a-f]+)\)\s*$")
 # The header of an access stack: its frame #0 is the faulting instruction, not a return address.
 ACCESS_HEADER = re.compile(r"^(READ|WRITE) by thread \d+ here:$")

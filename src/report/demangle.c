@@ -925,12 +925,14 @@ static bool has_right(const struct dm *d, uint16_t x) {
 
 /* What a pointer or reference refers to, references to references collapsed as C++ does
  * (`T&&` with T = `int&` is `int&`); *k becomes the kind of the collapsed reference. */
-static uint16_t pointee(const struct dm *d, uint16_t x, int *k) {
+static uint16_t pointee(struct dm *d, uint16_t x, int *k) {
     uint16_t t = d->n[x].a;
     if (*k == K_PTR)
         return t;
     for (int guard = 0; t && guard < MAX_DEPTH; guard++) {
         uint16_t r = resolve(d, t);
+        if (d->n[r].k == K_PACK)
+            d->fail = true; /* (a reference to a whole pack, outside an expansion) */
         if (d->n[r].k == K_LREF)
             *k = K_LREF;
         else if (d->n[r].k != K_RREF)

@@ -715,6 +715,8 @@ static const char *die_name(const struct dw *d, const struct unit *u, const stru
     struct die cur = *e;
     struct unit cu = *u;
     for (int hop = 0; hop < 6; hop++) {
+        if (cur.linkage_name) /* (C++: the whole name, demangled by symbolize.c) */
+            return cur.linkage_name;
         if (cur.name)
             return cur.name;
         if (!cur.origin_kind)

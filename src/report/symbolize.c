@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "report/symbolize.h"
 #include "os/os.h"
+#include "report/demangle.h"
 #include "report/dwarf.h"
 #include "report/unwind.h"
 
@@ -80,6 +81,28 @@ static void frame_tail(struct fmt *f, int fd, const char *module, uintptr_t off)
     fmt_flush(f, fd);
 }
 
+/* "in NAME ", a C++ name demangled as c++filt prints it (std::vector<int,
+ * std::allocator<int> >::push_back(int const&)), or as it is when the demangler has no answer.
+ * A name too long for the rest of the line's buffer is written on its own, so the line keeps
+ * its file:line and module. */
+static void frame_name(struct fmt *f, int fd, const char *name) {
+    char text[2048];
+    if (name[0] == '_' && name[1] == 'Z' && demangle(name, text, sizeof text))
+        name = text;
+    size_t len = 0;
+    while (name[len])
+        len++;
+    fmt_str(f, "in ");
+    if (f->len + len + 512 > f->cap) {
+        fmt_flush(f, fd);
+        struct fmt whole = {(char *)name, len, len};
+        fmt_flush(&whole, fd);
+    } else {
+        fmt_str(f, name);
+    }
+    fmt_char(f, ' ');
+}
+
 int symbolize_frame(struct fmt *f, int fd, uintptr_t pc, bool exact, int index, bool may_refresh) {
     const struct module *m = module_of(pc);
     if (!m && may_refresh) {
@@ -113,15 +136,12 @@ int symbolize_frame(struct fmt *f, int fd, uintptr_t pc, bool exact, int index, 
         n = 1;
     }
     for (int k = 0; k < n; k++) {
-        /* The outermost is the symbol table's name (C++: mangled, as before); inlined
-         * functions have only their DWARF name. */
+        /* The outermost is the symbol table's name; inlined functions have their DWARF
+         * name (C++: the linkage name, both demangled). */
         const char *name = k == n - 1 && sym ? sym : fr[k].func;
         frame_head(f, index + k, pc);
-        if (name) {
-            fmt_str(f, "in ");
-            fmt_str(f, name);
-            fmt_char(f, ' ');
-        }
+        if (name)
+            frame_name(f, fd, name);
         if (fr[k].file && fr[k].line) {
             if (fr[k].dir && fr[k].file[0] != '/') {
                 if (fr[k].base && fr[k].dir[0] != '/') {
