@@ -23,6 +23,7 @@
 #include "report/report.h"
 
 #include <errno.h>
+#include <sys/resource.h>
 
 enum { SLOT_NEVER = 0, SLOT_CLAIMED = 1, SLOT_LIVE = 2, SLOT_FREED = 3 };
 
@@ -159,6 +160,10 @@ int sample_init(void) {
     int err = 0;
     void *lo = NULL;
     size_t bytes = (size_t)SAMPLE_POOL_GIB << 30;
+    uint64_t limit;
+    if (os_rlimit(RLIMIT_AS, &limit) == 0) /* (a finite RLIMIT_AS: a 64th of it at most) */
+        while (bytes / 2 >= CHUNK_BYTES * 4 && bytes > limit / 64)
+            bytes /= 2;
     for (; bytes >= CHUNK_BYTES * 4; bytes /= 2)
         if ((lo = os_reserve(bytes + CHUNK_BYTES, &err)) != NULL)
             break;
