@@ -47,8 +47,10 @@ enum ph_slot {
     PHS_FREED = 5,  /* proven unreferenced, released to its page */
 };
 #define PHS_MASK 7
-/* Page ownership (small pages). */
-enum ph_own { PHO_CURRENT = 0, PHO_POOLED = 1, PHO_FULL = 2 };
+/* Page ownership (small pages). POOLED is set and cleared only under the class's pool lock:
+ * under it, POOLED means "in the pool list". MOVING: taken by whoever won it from FULL (the
+ * mark releasing a slot there), on its way to the pool or back to the free runs. */
+enum ph_own { PHO_CURRENT = 0, PHO_POOLED = 1, PHO_FULL = 2, PHO_MOVING = 3 };
 
 struct ph_page {
     _Atomic uint8_t kind;
