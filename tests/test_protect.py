@@ -212,19 +212,20 @@ def test_thread_that_only_frees_triggers_marks(runner, tmp_path):
 
 @pytest.mark.parametrize("budget_ms", [1, 1000])
 def test_auto_marks_concurrently_only_past_the_pause_budget(runner, tmp_path, budget_ms):
-    """OSCAR_MARK=auto: a heap whose stopped marks stay within OSCAR_MARK_PAUSE_MS keeps them
-    (they cost the program less than concurrent rounds); past it, marks become concurrent."""
+    """OSCAR_MARK=auto: while stopped marks stay within OSCAR_MARK_PAUSE_MS they are kept (they
+    cost the program less than concurrent rounds); once two in a row took longer, marks become
+    concurrent. A 48 MiB heap's stopped mark takes milliseconds: more than 1 ms, far less than
+    1000."""
     env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"),
                OSCAR_MARK_CONCURRENT_MIB="0", OSCAR_MARK_PAUSE_MS=str(budget_ms))
-    res = runner.oscar("protect_bounded", env=env, timeout=300)
+    res = runner.oscar("protect_big_heap", env=env, timeout=300)
     assert res.returncode == 0 and not res.oscar_lines(), res.describe()
     s = stats_of(tmp_path)
-    assert s["scan_rounds"] > 10, s
+    assert s["scan_rounds"] > 4, s
     if budget_ms == 1000:
         assert s["scan_concurrent_rounds"] == 0, s
     elif write_tracking_works():
-        # (a machine that stops and marks this ~8 MiB heap within 1 ms never needs to)
-        assert s["scan_concurrent_rounds"] > 0 or s["scan_pause_us_max"] < 1000, s
+        assert 0 < s["scan_concurrent_rounds"] <= s["scan_rounds"] - 2, s
 
 
 def test_pages_of_a_size_go_back_for_other_sizes(runner, tmp_path):

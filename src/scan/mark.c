@@ -704,7 +704,7 @@ void mark_body(const uintptr_t *saved);
 static int mark_body_locked(const uintptr_t *saved, bool open_tracking);
 static bool concurrent_request(void);
 static int open_trackers(void);
-static void note_stop(uint64_t stop_ns, size_t used);
+static void note_stop(uint64_t stop_ns);
 
 /* The synchronous mark, on the calling thread, the world stopped throughout pass 1. */
 static void mark_here(const uintptr_t *saved) {
@@ -796,7 +796,7 @@ static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
     resume_world();
     uint64_t stop_ns = os_monotonic_ns() - t0;
     if (!err && used)
-        note_stop(stop_ns, used);
+        note_stop(stop_ns);
     finish_round(used, err, t0, stop_ns);
     return track_err;
 }
@@ -838,9 +838,11 @@ static struct {
     /* OPT_MARK_PAUSE_MS in ns (set at init; auto only): a stopped mark expected to stop the
      * world longer than this goes to the marker instead. */
     uint64_t pause_budget_ns;
-    /* The last stopped round's stop (ns) and the heap's pages then (the marking thread writes
-     * them, a freeing thread reads them: atomic, relaxed; 0 before the first). */
-    _Atomic uint64_t stop_ns, stop_pages;
+    /* Stopped rounds in a row that stopped the world longer than the budget (the marking
+     * thread), and whether that happened twice: then auto's marks are concurrent from now on
+     * (atomic, relaxed: a freeing thread reads it); whether any stopped round ran yet. */
+    unsigned over_budget;
+    atomic_bool go_concurrent, stopped_once;
     atomic_int state;         /* CM_*: the marker thread and write tracking work */
     atomic_int started;       /* the marker thread was started in this process */
     _Atomic uint32_t want;    /* rounds asked for (futex word; the marker waits on it) */
@@ -1117,27 +1119,27 @@ static bool marker_started(void) {
     return ok;
 }
 
-/* A stopped round stopped the world stop_ns for a heap of used pages (what the next one
- * would cost: stop_too_long). */
-static void note_stop(uint64_t stop_ns, size_t used) {
-    atomic_store_explicit(&cm_state.stop_ns, stop_ns, memory_order_relaxed);
-    atomic_store_explicit(&cm_state.stop_pages, used, memory_order_relaxed);
+/* A stopped round stopped the world stop_ns (what the next ones would cost: stop_too_long). */
+static void note_stop(uint64_t stop_ns) {
+    atomic_store_explicit(&cm_state.stopped_once, true, memory_order_relaxed);
+    cm_state.over_budget = stop_ns > cm_state.pause_budget_ns ? cm_state.over_budget + 1 : 0;
+    if (cm_state.over_budget >= 2)
+        atomic_store_explicit(&cm_state.go_concurrent, true, memory_order_relaxed);
 }
 
-/* OSCAR_MARK=auto: would a mark with the world stopped, of a heap of used pages, stop it for
- * longer than OSCAR_MARK_PAUSE_MS? Its cost follows the heap: the last stopped mark's time
- * per page, times the pages now (before any, a heap of 64 MiB and more is taken to). A
- * concurrent round costs the program more in all (every first write to a protected page
- * faults; pages written meanwhile are read twice), so small heaps keep stopped marks. */
+/* OSCAR_MARK=auto: do marks with the world stopped take longer than OSCAR_MARK_PAUSE_MS? Two
+ * in a row did (one may be a machine's hiccup), or, before any, the heap has 64 MiB or more.
+ * A concurrent round costs the program more in all (every first write to a protected page
+ * faults; pages written meanwhile are read twice), and on heaps of tens of MiB its last stop
+ * was measured longer than a whole stopped mark (it re-reads every page written meanwhile), so
+ * smaller heaps keep stopped marks. Once concurrent, marks stay so (the heap never shrinks). */
 #define FIRST_GUESS_PAGES ((64UL << 20) >> PH_PAGE_SHIFT)
 static bool stop_too_long(size_t used) {
-    if (!cm_state.pause_budget_ns)
+    if (!cm_state.pause_budget_ns ||
+        atomic_load_explicit(&cm_state.go_concurrent, memory_order_relaxed))
         return true;
-    uint64_t ns = atomic_load_explicit(&cm_state.stop_ns, memory_order_relaxed);
-    uint64_t pages = atomic_load_explicit(&cm_state.stop_pages, memory_order_relaxed);
-    if (!pages)
-        return used >= FIRST_GUESS_PAGES;
-    return ns * used / pages > cm_state.pause_budget_ns;
+    return !atomic_load_explicit(&cm_state.stopped_once, memory_order_relaxed) &&
+           used >= FIRST_GUESS_PAGES;
 }
 
 /* Hand the round to the marker thread. false: marks are not concurrent here (the caller
