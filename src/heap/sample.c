@@ -113,14 +113,16 @@ static bool make_ready(size_t c) {
     if (sample_state.guards) {
         if (os_map_private((void *)base, CHUNK_BYTES, false) != 0)
             return false;
-        struct iovec guards[SAMPLE_CHUNK_SLOTS];
-        for (unsigned k = 0; k < SAMPLE_CHUNK_SLOTS; k++)
-            guards[k] = (struct iovec){(void *)(base + k * SLOT_BYTES + OSCAR_PAGE), OSCAR_PAGE};
-        int err = os_guard_ranges(guards, SAMPLE_CHUNK_SLOTS);
-        if (err) { /* (no process_madvise on ourselves: one madvise a page) */
-            err = 0;
-            for (unsigned k = 0; k < SAMPLE_CHUNK_SLOTS && !err; k++)
-                err = os_guard(guards[k].iov_base, OSCAR_PAGE);
+        /* (64 ranges a call: 1 KiB of the allocating thread's stack, which may be small) */
+        struct iovec guards[64];
+        int err = 0;
+        for (unsigned k = 0; k < SAMPLE_CHUNK_SLOTS && !err; k += 64) {
+            for (unsigned j = 0; j < 64; j++)
+                guards[j] = (struct iovec){(void *)(base + (k + j) * SLOT_BYTES + OSCAR_PAGE),
+                                           OSCAR_PAGE};
+            if (os_guard_ranges(guards, 64) != 0) /* (no process_madvise: a madvise a page) */
+                for (unsigned j = 0; j < 64 && !err; j++)
+                    err = os_guard(guards[j].iov_base, OSCAR_PAGE);
         }
         if (err) {
             os_revoke((void *)base, CHUNK_BYTES);
