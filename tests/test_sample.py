@@ -56,6 +56,16 @@ def test_realloc_frees_the_sampled_block(runner):
                   r"oscar: heap-use-after-free on address %s \(READ\)" % ADDR)
 
 
+def test_use_after_free_long_ago(runner):
+    """70,000 sampled objects later the freed page still faults; the record went to a later
+    object (a ring of 65,536), so the report says the size and stacks are unknown."""
+    res = runner.oscar("sample_use_after_free", "long-ago", env=SAMPLE_ALL)
+    report = assert_report(res, signal.SIGSEGV,
+                           r"oscar: heap-use-after-free on address %s \(READ\)" % ADDR)
+    assert report[1].startswith("every object around the address was freed long ago"), \
+        res.describe()
+
+
 def test_without_sampling_the_read_is_harmless(runner):
     """Protect mode without sampling: the freed object is quarantined and zeroed; no fault, no
     report."""

@@ -85,7 +85,7 @@ static struct object_info sample_describe(uintptr_t a) {
     uint32_t st = atomic_load_explicit(&r->state, memory_order_acquire);
     if (!record_is(r, i)) {
         /* The record went to a later slot: this one was freed long ago (or skipped). */
-        o.state = OBJ_FREED;
+        o.state = OBJ_RECLAIMED;
         return o;
     }
     if (st == SLOT_LIVE || st == SLOT_FREED) {
