@@ -57,6 +57,8 @@ static bool fd_is_ours(void) {
     return false;
 }
 
+int canon_heap_fd(void) { return fd_is_ours() ? oscar_canon.fd : -1; }
+
 /* For stats: physical memory counted once, not once per shadow alias. */
 static int canon_resident(uint64_t *bytes) {
     return fd_is_ours() ? os_file_resident(oscar_canon.fd, bytes) : ENOENT;

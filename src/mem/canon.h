@@ -48,6 +48,9 @@ struct canon {
 extern struct canon oscar_canon;
 
 int canon_init(void);
+/* The heap's memfd while it is still ours (the program may have closed or replaced it), else
+ * -1 (no memfd: the window is shared anonymous memory). The window maps it from offset 0. */
+int canon_heap_fd(void);
 static inline uint64_t canon_span_first_page(const struct span *s) {
     return (uint64_t)(s - oscar_canon.spans) * oscar_canon.span_pages;
 }

@@ -7,10 +7,11 @@
  *     own frame up (the program's frames and every frame of Oscar's between them: stale
  *     words there only keep a chunk for nothing);
  *   - the live small objects: the canonical heap's window (mem/canon.h) where strict and fast
- *     mode keep their bytes, whole, span by span, the pages in memory (mincore; spans that are
- *     empty were punched);
- *   - the live large objects and custom-allocator arena and view pages, from the region's page
- *     entries (chunks reclaimed or never used are skipped whole).
+ *     mode keep their bytes, span by span, the memfd's data (SEEK_DATA: pages in memory or
+ *     swapped out; spans that are empty were punched);
+ *   - the live large objects (their pages present or swapped out: roots_read_private) and
+ *     custom-allocator arena and view pages, from the region's page entries (chunks reclaimed
+ *     or never used are skipped whole).
  * Not read: Oscar's metadata (os_meta_range), liboscar's own data (roots.c), the region itself
  * as a mapping (its live objects are read above), the window as a mapping (the same).
  * A word w is a hit when w - base <= region size: the bit of the chunk w points into, and of
@@ -35,6 +36,7 @@
 #include "mem/region.h"
 #include "os/os.h"
 
+#include <errno.h>
 #include <signal.h>
 
 /* The proof's state: written by the proving thread only (under the reclaim lock, the world
@@ -46,7 +48,6 @@ static struct {
     uintptr_t span;   /* and its size */
     /* Not roots: the region, the canonical window, Oscar's metadata (sorted by lo). */
     struct root_range ex[2 + OS_META_RANGES_MAX];
-    unsigned char vec[4096]; /* mincore of a piece of the canonical window */
 } recycle_state;
 
 static inline void keep_chunk(size_t c) {
@@ -79,47 +80,65 @@ static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const cha
     roots_read_guarded(scan, lo, hi, arg);
 }
 
-/* The canonical heap's pages in memory, span by span (a span never used, or punched empty,
- * holds no object). */
-static void scan_canonical(void) {
-    uintptr_t w = oscar_canon.window;
-    if (!w || !oscar_canon.span_pages)
-        return;
+/* Reads the part of [lo, hi) (byte offsets into the window, below the heap's size) that lies
+ * in spans in use, runs of consecutive such spans at a time (a span never used, or punched
+ * empty, holds no object). */
+static void scan_spans(uint64_t lo, uint64_t hi) {
+    uint64_t sb = (uint64_t)oscar_canon.span_pages << OSCAR_PAGE_SHIFT;
     uint64_t spans = atomic_load_explicit(&oscar_canon.next_span, memory_order_acquire);
-    uint64_t max = atomic_load_explicit(&oscar_canon.max_pages, memory_order_acquire);
-    for (uint64_t s = 0; s < spans; s++) {
-        if (atomic_load_explicit(&oscar_canon.spans[s].state, memory_order_acquire) ==
-            SPAN_EMPTY)
-            continue;
-        uint64_t first = s * oscar_canon.span_pages, last = first + oscar_canon.span_pages;
-        if (last > max)
-            last = max;
-        while (first < last) {
-            size_t n = last - first < sizeof recycle_state.vec ? last - first : sizeof recycle_state.vec;
-            uintptr_t a = w + (first << OSCAR_PAGE_SHIFT);
-            if (os_mincore((void *)a, n << OSCAR_PAGE_SHIFT, recycle_state.vec) != 0) {
-                roots_read_guarded(scan, a, a + (n << OSCAR_PAGE_SHIFT), NULL);
-            } else {
-                for (size_t i = 0; i < n;) {
-                    if (!(recycle_state.vec[i] & 1)) {
-                        i++;
-                        continue;
-                    }
-                    size_t j = i + 1;
-                    while (j < n && (recycle_state.vec[j] & 1))
-                        j++;
-                    roots_read_guarded(scan, a + (i << OSCAR_PAGE_SHIFT),
-                                       a + (j << OSCAR_PAGE_SHIFT), NULL);
-                    i = j;
-                }
-            }
-            first += n;
+    uintptr_t w = oscar_canon.window;
+    uint64_t run = UINT64_MAX; /* where the current run of spans in use began */
+    for (uint64_t s = lo / sb; s < spans && s * sb < hi; s++) {
+        bool used = atomic_load_explicit(&oscar_canon.spans[s].state, memory_order_acquire) !=
+                    SPAN_EMPTY;
+        if (used && run == UINT64_MAX)
+            run = s * sb > lo ? s * sb : lo;
+        if (!used && run != UINT64_MAX) {
+            roots_read_guarded(scan, w + run, w + s * sb, NULL);
+            run = UINT64_MAX;
         }
+    }
+    if (run != UINT64_MAX) {
+        uint64_t end = spans * sb < hi ? spans * sb : hi;
+        if (end > run)
+            roots_read_guarded(scan, w + run, w + end, NULL);
     }
 }
 
-/* Live large objects, arena and view pages of the region handed out so far. */
-static void scan_region(void) {
+/* The canonical heap's data, where strict and fast mode keep the bytes of small objects: the
+ * memfd's data ranges (lseek SEEK_DATA / SEEK_HOLE) within spans in use. A page swapped out
+ * is data (a swap entry in the file), so it is read (and comes back in); only holes (never
+ * written, or punched) are skipped, and reading one would allocate a page. (mincore would
+ * call a swapped-out page absent, and the only pointer may lie there.) Without the memfd (none
+ * could be made, or the program closed it), the spans in use are read whole: their holes get
+ * pages, which stay theirs until the span is punched. */
+static void scan_canonical(void) {
+    if (!oscar_canon.window || !oscar_canon.span_pages)
+        return;
+    uint64_t size = atomic_load_explicit(&oscar_canon.max_pages, memory_order_acquire)
+                    << OSCAR_PAGE_SHIFT;
+    int fd = canon_heap_fd();
+    uint64_t pos = 0;
+    while (fd >= 0 && pos < size) {
+        uint64_t data, hole;
+        int err = os_next_data(fd, pos, &data, &hole);
+        if (err == ENXIO)
+            return; /* no data after pos */
+        if (err)
+            break; /* (read the rest whole) */
+        if (data >= size)
+            return;
+        scan_spans(data, hole < size ? hole : size);
+        pos = hole;
+    }
+    if (pos < size)
+        scan_spans(pos, size);
+}
+
+/* Live large objects, arena and view pages of the region handed out so far. Large objects
+ * are private memory: their pages present or swapped out are read, as roots are
+ * (roots_read_private), never a page the program did not touch. */
+static void scan_region(int pagemap_fd) {
     uintptr_t end = oscar_region.base + region_used();
     for (uintptr_t p = oscar_region.base; p < end;) {
         uint64_t e = region_load(p);
@@ -130,7 +149,7 @@ static void scan_region(void) {
                 len = OSCAR_PAGE;
             if (len > end - p)
                 len = end - p;
-            roots_read_guarded(scan, p, p + len, NULL);
+            roots_read_private(pagemap_fd, scan, p, p + len, NULL);
             p += len;
             continue;
         }
@@ -183,7 +202,10 @@ static int recycle_prove(uint64_t *cand, size_t chunks) {
         err = roots_for_each(scan_root, NULL, recycle_state.ex, nex, 0);
         if (!err) {
             scan_canonical();
-            scan_region();
+            int pagemap_fd = roots_pagemap_open();
+            scan_region(pagemap_fd);
+            if (pagemap_fd >= 0)
+                os_close(pagemap_fd);
         }
         world_resume();
         stats_raise_peak(STAT_RECYCLE_PAUSE_US_MAX, (os_monotonic_ns() - t0) / 1000);

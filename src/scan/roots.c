@@ -178,19 +178,19 @@ struct walk {
 };
 
 /* Which pages of [first, first + pages * 4 KiB) may hold a pointer, one byte each in
- * mincore_vec (bit 0). Private memory: pages present or swapped out (/proc/self/pagemap): a
- * page never touched holds nothing, but a swapped-out page may hold the only pointer, and
- * mincore would call it absent; a page with a guard marker (bit 58, Linux 6.15+: a sampled
- * object's freed page, heap/sample.h) holds nothing and would fault. Shared memory: pages in
- * the page cache (mincore), where a page written through another mapping or by write() lies.
- * 0, or -errno. */
-static int touched_pages(struct walk *w, uintptr_t first, size_t pages) {
-    if (w->shared || w->pagemap_fd < 0)
+ * mincore_vec (bit 0). Private memory: pages present or swapped out (/proc/self/pagemap at
+ * pagemap_fd): a page never touched holds nothing, but a swapped-out page may hold the only
+ * pointer, and mincore would call it absent; a page with a guard marker (bit 58, Linux 6.15+:
+ * a sampled object's freed page, heap/sample.h) holds nothing and would fault. Shared memory
+ * (or no pagemap_fd, -1): pages in the page cache (mincore), where a page written through
+ * another mapping or by write() lies. 0, or -errno. */
+static int touched_pages(int pagemap_fd, bool shared, uintptr_t first, size_t pages) {
+    if (shared || pagemap_fd < 0)
         return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, roots_state.mincore_vec);
     for (size_t done = 0; done < pages;) {
         size_t n = pages - done < 512 ? pages - done : 512;
         uint64_t off = ((first >> OSCAR_PAGE_SHIFT) + done) * sizeof(uint64_t);
-        long got = os_pread(w->pagemap_fd, roots_state.pagemap_vec, n * sizeof(uint64_t), off);
+        long got = os_pread(pagemap_fd, roots_state.pagemap_vec, n * sizeof(uint64_t), off);
         if (got < (long)(n * sizeof(uint64_t)))
             return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT,
                               roots_state.mincore_vec);
@@ -203,16 +203,17 @@ static int touched_pages(struct walk *w, uintptr_t first, size_t pages) {
     return 0;
 }
 
-/* Reports the pages of [lo, hi) (page-aligned) that may hold a pointer, in runs. */
-static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind kind,
-                     const char *name) {
+/* Calls run(a, b, ctx) for each run of pages of [lo, hi) that may hold a pointer
+ * (touched_pages), cut to [lo, hi). */
+static void touched_runs(int pagemap_fd, bool shared, uintptr_t lo, uintptr_t hi,
+                         void (*run)(uintptr_t a, uintptr_t b, void *ctx), void *ctx) {
     uintptr_t first = lo & ~(OSCAR_PAGE - 1);
     while (first < hi) {
         size_t pages = (align_up(hi, OSCAR_PAGE) - first) >> OSCAR_PAGE_SHIFT;
         if (pages > sizeof roots_state.mincore_vec)
             pages = sizeof roots_state.mincore_vec;
         uintptr_t end = first + (pages << OSCAR_PAGE_SHIFT);
-        if (touched_pages(w, first, pages) != 0) {
+        if (touched_pages(pagemap_fd, shared, first, pages) != 0) {
             first = end; /* unmapped meanwhile: nothing to read */
             continue;
         }
@@ -230,11 +231,54 @@ static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind 
             if (b > hi)
                 b = hi;
             if (a < b)
-                w->fn(a, b, kind, name, w->arg);
+                run(a, b, ctx);
             i = j;
         }
         first = end;
     }
+}
+
+struct resident_ctx {
+    struct walk *w;
+    enum root_kind kind;
+    const char *name;
+};
+
+static void resident_run(uintptr_t a, uintptr_t b, void *ctx) {
+    struct resident_ctx *c = ctx;
+    c->w->fn(a, b, c->kind, c->name, c->w->arg);
+}
+
+/* Reports the pages of [lo, hi) that may hold a pointer, in runs. */
+static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind kind,
+                     const char *name) {
+    struct resident_ctx c = {w, kind, name};
+    touched_runs(w->pagemap_fd, w->shared, lo, hi, resident_run, &c);
+}
+
+struct private_ctx {
+    void (*fn)(uintptr_t lo, uintptr_t hi, void *arg);
+    void *arg;
+};
+
+static void private_run(uintptr_t a, uintptr_t b, void *ctx) {
+    struct private_ctx *c = ctx;
+    roots_read_guarded(c->fn, a, b, c->arg);
+}
+
+int roots_pagemap_open(void) {
+    long fd = os_open_read("/proc/self/pagemap");
+    return fd >= 0 ? (int)fd : -1;
+}
+
+void roots_read_private(int pagemap_fd, void (*fn)(uintptr_t lo, uintptr_t hi, void *arg),
+                        uintptr_t lo, uintptr_t hi, void *arg) {
+    if (pagemap_fd < 0) { /* (mincore would miss swapped-out pages: read them all) */
+        roots_read_guarded(fn, lo, hi, arg);
+        return;
+    }
+    struct private_ctx c = {fn, arg};
+    touched_runs(pagemap_fd, false, lo, hi, private_run, &c);
 }
 
 /* Cuts the exclude ranges out of [lo, hi), then reports what is left. */
@@ -369,8 +413,7 @@ __attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
     w->nexclude = nexclude;
     w->self_sp = stack_from ? stack_from : (uintptr_t)&regs;
     w->own_lo = (uintptr_t)&own_marker;
-    long pm = os_open_read("/proc/self/pagemap");
-    w->pagemap_fd = pm >= 0 ? (int)pm : -1;
+    w->pagemap_fd = roots_pagemap_open();
     int err = maps_each(roots_state.roots_buf, root_line, w);
     if (w->pagemap_fd >= 0)
         os_close(w->pagemap_fd);

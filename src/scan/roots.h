@@ -27,4 +27,13 @@ int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, siz
  * killing the program. */
 int roots_read_guarded(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), uintptr_t lo,
                        uintptr_t hi, void *arg);
+/* For a caller that reads live objects of private memory itself (scan/recycle.c): calls
+ * fn(lo, hi, arg), guarded, on each run of pages of [lo, hi) that may hold a pointer by the
+ * rule the walk uses for private memory: present or swapped out (/proc/self/pagemap, open at
+ * pagemap_fd), never a page never touched. Without pagemap (-1), [lo, hi) is read whole (an
+ * untouched private page reads as the zero page; mincore would miss swapped-out pages). Uses
+ * the walk's buffers: with the world stopped, one caller at a time, as roots_for_each. */
+int roots_pagemap_open(void); /* /proc/self/pagemap, or -1; the caller closes it */
+void roots_read_private(int pagemap_fd, void (*fn)(uintptr_t lo, uintptr_t hi, void *arg),
+                        uintptr_t lo, uintptr_t hi, void *arg);
 #endif
