@@ -29,11 +29,16 @@ def _run(runner, mode, where):
 
 
 @pytest.mark.parametrize("mode", ["strict", "fast"])
-@pytest.mark.parametrize("where", ["global", "stack", "heap", "thread"])
+@pytest.mark.parametrize("where", ["global", "stack", "heap", "thread", "register", "tls",
+                                   "mmap", "pastend", "altstack"])
 def test_recycling_skips_pointed_to_addresses(runner, mode, where):
-    """(a) a global, (b) main's stack (an interior pointer), (c) a live heap object, (d) the
-    stack of a thread asleep in read(2): the page is never handed out while the pointer is
-    held; the window is kept by a proof (counted), and comes back once it is dropped."""
+    """Issue 17's root kinds: (a) a global, (b) main's stack (an interior pointer), (e) a live
+    heap object, (c) the stack of a thread asleep in read(2), (d) r12 of a thread spinning in
+    a loop, (f) main's __thread variable, (g) an anonymous mapping of the program's own, (h) a
+    one-past-the-end pointer (in a global), (i) a local of a signal
+    handler blocked in read(2) on an alternate signal stack: the page is never handed out
+    while the pointer is held; the window is kept by a proof (counted), and comes back once it
+    is dropped."""
     res, stat = _run(runner, mode, where)
     assert_clean_run(res, allowed_warnings=[USED_UP])
     assert res.stdout.endswith("OK\n"), res.describe()
@@ -53,3 +58,21 @@ def test_recycling_without_pointer_reuses_addresses(runner, mode):
     v = parse_values(res.stdout)
     assert v["held_hits"] >= 1, res.describe()
     assert stat("recycle_marks") > 0 and stat("chunks_recycled") > 0, res.describe()
+
+
+@pytest.mark.parametrize("mode", ["strict", "fast"])
+@pytest.mark.parametrize("where", ["heap_swapped", "large_swapped"])
+def test_recycling_reads_swapped_out_pages(runner, mode, where):
+    """The only pointer lies in a live small object (the canonical heap's memfd) or a live
+    large object (private memory) whose page the program pushes out to swap (MADV_PAGEOUT)
+    again and again: the proof reads swapped-out pages (SEEK_DATA for the memfd, pagemap's
+    swap bit for private memory), never only those mincore calls resident. Skipped where no
+    page could be pushed out (no swap)."""
+    res, stat = _run(runner, mode, where)
+    assert_clean_run(res, allowed_warnings=[USED_UP])
+    v = parse_values(res.stdout)
+    if not v.get("swapped_out"):
+        pytest.skip("no page could be pushed out to swap (swap is off)")
+    assert res.stdout.endswith("OK\n"), res.describe()
+    assert v["held_hits"] == 0 and v.get("reused_after", 0) > 0, res.describe()
+    assert stat("recycle_marks") > 0 and stat("recycle_chunks_kept") > 0, res.describe()
