@@ -136,8 +136,10 @@ static void scan_canonical(void) {
 }
 
 /* Live large objects, arena and view pages of the region handed out so far. Large objects
- * are private memory: their pages present or swapped out are read, as roots are
- * (roots_read_private), never a page the program did not touch. */
+ * are private memory: from PRIVATE_MIN up, their pages present or swapped out are read, as
+ * roots are (roots_read_private), never a page the program did not touch; smaller ones are
+ * read whole (a page never touched reads as the zero page, a swapped-out one comes back). */
+#define PRIVATE_MIN (64UL << 10)
 static void scan_region(int pagemap_fd) {
     uintptr_t end = oscar_region.base + region_used();
     for (uintptr_t p = oscar_region.base; p < end;) {
@@ -149,7 +151,10 @@ static void scan_region(int pagemap_fd) {
                 len = OSCAR_PAGE;
             if (len > end - p)
                 len = end - p;
-            roots_read_private(pagemap_fd, scan, p, p + len, NULL);
+            if (len >= PRIVATE_MIN)
+                roots_read_private(pagemap_fd, scan, p, p + len, NULL);
+            else /* (a pread of pagemap costs more than reading a few pages whole) */
+                roots_read_guarded(scan, p, p + len, NULL);
             p += len;
             continue;
         }
@@ -208,7 +213,9 @@ static int recycle_prove(uint64_t *cand, size_t chunks) {
                 os_close(pagemap_fd);
         }
         world_resume();
-        stats_raise_peak(STAT_RECYCLE_PAUSE_US_MAX, (os_monotonic_ns() - t0) / 1000);
+        uint64_t us = (os_monotonic_ns() - t0) / 1000;
+        stats_raise_peak(STAT_RECYCLE_PAUSE_US_MAX, us);
+        stats_add(STAT_RECYCLE_PAUSE_US, (int64_t)us);
     }
     recycle_state.cand = NULL;
     os_sigprocmask(SIG_SETMASK, &old, NULL);
