@@ -84,8 +84,8 @@ def test_correct_program_same_output(runner, tmp_path, rate):
     assert_same_output(runner.oscar("sample_many", env=env), runner.glibc("sample_many"))
     s = json.loads(stats.read_text())
     assert s.get("sample_pool_full", 0) == 0, s
-    if rate == "1":  # (all but each thread's first, and realloc's of a sampled block)
-        assert s["sampled_objects"] > 2 * 20000, s
+    if rate == "1":  # (most of 2 x 26,667: objects over 4 KiB are not sampled)
+        assert s["sampled_objects"] > 25000, s
     else:
         expect = 2 * 20000 * 4 // 3 // int(rate)  # (a realloc is an allocation too)
         assert expect / 3 < s["sampled_objects"] < expect * 3, s

@@ -3,7 +3,7 @@
  * Slot i is the page at sample_lo + 2 i pages, its guard the page after it. Slots are handed
  * out in order by one atomic counter, so no lock; chunk c holds slots [c, c + 1) *
  * SAMPLE_CHUNK_SLOTS. A chunk is made usable ("ready") ahead of time, by the thread that takes
- * the middle slot of the chunk before it: with guard markers, one read-write mapping over the
+ * the first slot of the chunk before it: with guard markers, one read-write mapping over the
  * chunk (it merges with the ready chunk below into one kernel mapping) and a guard marker on
  * each guard page (one process_madvise). A slot's life: handed out -> LIVE (its page fresh
  * and zero) -> FREED (a guard marker on its page, or, without guards, the page replaced by
@@ -36,6 +36,7 @@ struct sample_record {
 
 #define CHUNK_DONE_MASK 0xffffu /* chunk word: slots done (freed or skipped) */
 #define CHUNK_READY (1u << 16)  /* chunk word: its pages may be handed out */
+#define CHUNK_TAKEN (1u << 17)  /* chunk word: a thread is making it ready, or has */
 
 int64_t sample_rate;           /* set once by sample_init, at init */
 uintptr_t sample_lo, sample_hi; /* set once by sample_init, at init */
@@ -106,9 +107,14 @@ static struct obj_record *sample_record(uintptr_t start) {
 
 static bool sample_claims(uintptr_t a) { return sample_owns((void *)a); }
 
-/* Chunk c's pages made usable: with guards, read-write with a guard marker on every guard
- * page. False: not usable (its slots are then skipped). */
+/* Chunk c's pages made usable, once (the first caller does it): with guards, read-write with
+ * a guard marker on every guard page. False: not usable, or not yet (its slots are then
+ * skipped). */
 static bool make_ready(size_t c) {
+    uint32_t w = atomic_fetch_or_explicit(&sample_state.chunks[c], CHUNK_TAKEN,
+                                          memory_order_acq_rel);
+    if (w & CHUNK_TAKEN) /* (another thread's: done, or under way) */
+        return (w & CHUNK_READY) != 0;
     uintptr_t base = page_of(c * SAMPLE_CHUNK_SLOTS);
     if (sample_state.guards) {
         if (os_map_private((void *)base, CHUNK_BYTES, false) != 0)
@@ -193,7 +199,6 @@ int sample_init(void) {
         sample_state.guards = false; /* (no guard markers here: mmap per sampled page) */
     if (!sample_state.guards)
         make_ready(0);
-    make_ready(1);
     report_set_describe_hook(sample_describe);
     report_set_record_hook(sample_record);
     fault_set_claim_hook(sample_claims);
@@ -220,12 +225,13 @@ void *sample_alloc(size_t size) {
         return NULL;
     }
     size_t c = i / SAMPLE_CHUNK_SLOTS;
-    if (i % SAMPLE_CHUNK_SLOTS == SAMPLE_CHUNK_SLOTS / 2 && (c + 2) * SAMPLE_CHUNK_SLOTS <=
+    if (i % SAMPLE_CHUNK_SLOTS == 0 && (c + 2) * SAMPLE_CHUNK_SLOTS <=
                                                                 sample_state.nslots)
         make_ready(c + 1); /* (the next chunk, ahead of its first slot) */
     struct sample_record *r = record_of(i);
     uint32_t st = atomic_load_explicit(&r->state, memory_order_acquire);
-    if (!(atomic_load_explicit(&sample_state.chunks[c], memory_order_acquire) & CHUNK_READY) ||
+    if (!(atomic_load_explicit(&sample_state.chunks[c], memory_order_acquire) & CHUNK_READY ||
+          make_ready(c)) || /* (the thread readying it ahead was slow) */
         (st != SLOT_NEVER && st != SLOT_FREED) ||
         !atomic_compare_exchange_strong(&r->state, &st, SLOT_CLAIMED)) {
         slot_done(i); /* (its chunk not ready yet, or its record held by a live object) */
