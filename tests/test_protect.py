@@ -213,9 +213,9 @@ def test_thread_that_only_frees_triggers_marks(runner, tmp_path):
 @pytest.mark.parametrize("budget_ms", [1, 1000])
 def test_auto_marks_concurrently_only_past_the_pause_budget(runner, tmp_path, budget_ms):
     """OSCAR_MARK=auto: while stopped marks stay within OSCAR_MARK_PAUSE_MS they are kept (they
-    cost the program less than concurrent rounds); once two in a row took longer, marks become
-    concurrent. A 48 MiB heap's stopped mark takes milliseconds: more than 1 ms, far less than
-    1000."""
+    cost the program less than concurrent rounds); once two in a row took longer (or, before
+    any, reading the heap at 2 GB/s would take twice the budget), marks become concurrent. A
+    48 MiB heap's stopped mark takes milliseconds: more than 1 ms, far less than 1000."""
     env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"),
                OSCAR_MARK_CONCURRENT_MIB="0", OSCAR_MARK_PAUSE_MS=str(budget_ms))
     res = runner.oscar("protect_big_heap", env=env, timeout=300)
@@ -225,7 +225,7 @@ def test_auto_marks_concurrently_only_past_the_pause_budget(runner, tmp_path, bu
     if budget_ms == 1000:
         assert s["scan_concurrent_rounds"] == 0, s
     elif write_tracking_works():
-        assert 0 < s["scan_concurrent_rounds"] <= s["scan_rounds"] - 2, s
+        assert s["scan_concurrent_rounds"] > 0, s
 
 
 def test_pages_of_a_size_go_back_for_other_sizes(runner, tmp_path):

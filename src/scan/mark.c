@@ -1128,18 +1128,18 @@ static void note_stop(uint64_t stop_ns) {
 }
 
 /* OSCAR_MARK=auto: do marks with the world stopped take longer than OSCAR_MARK_PAUSE_MS? Two
- * in a row did (one may be a machine's hiccup), or, before any, the heap has 64 MiB or more.
+ * in a row did (one may be a machine's hiccup), or, before any, the heap is so large that
+ * reading it at 2 GB/s (what stopped marks read here: 1.6-2 GB/s) would take twice as long.
  * A concurrent round costs the program more in all (every first write to a protected page
  * faults; pages written meanwhile are read twice), and on heaps of tens of MiB its last stop
  * was measured longer than a whole stopped mark (it re-reads every page written meanwhile), so
  * smaller heaps keep stopped marks. Once concurrent, marks stay so (the heap never shrinks). */
-#define FIRST_GUESS_PAGES ((64UL << 20) >> PH_PAGE_SHIFT)
 static bool stop_too_long(size_t used) {
     if (!cm_state.pause_budget_ns ||
         atomic_load_explicit(&cm_state.go_concurrent, memory_order_relaxed))
         return true;
     return !atomic_load_explicit(&cm_state.stopped_once, memory_order_relaxed) &&
-           used >= FIRST_GUESS_PAGES;
+           (uint64_t)used << PH_PAGE_SHIFT > 4 * cm_state.pause_budget_ns; /* (2 bytes/ns, 2x) */
 }
 
 /* Hand the round to the marker thread. false: marks are not concurrent here (the caller
