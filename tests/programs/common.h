@@ -25,6 +25,19 @@ static inline void print_ptr(const char *name, const void *p) {
     printf("%s 0x%lx\n", name, (unsigned long)(uintptr_t)p);
 }
 
+/* The peak resident set in KiB (VmHWM of /proc/self/status), -1 if unknown. */
+static inline long peak_rss_kib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
 /* Records a failed expectation; the program keeps going so one run shows every failure. */
 #define check(cond, what)                                                                      \
     do {                                                                                       \

@@ -20,18 +20,6 @@ static void *consumer(void *arg) {
     return NULL;
 }
 
-static long hwm_kib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
-
 int main(void) {
     test_init();
     pthread_t t;
@@ -44,6 +32,6 @@ int main(void) {
         atomic_store(&ring[i % RING], p);
     }
     pthread_join(t, NULL);
-    printf("peak_rss_mib %ld\n", hwm_kib() / 1024);
+    printf("peak_rss_mib %ld\n", peak_rss_kib() / 1024);
     return 0;
 }

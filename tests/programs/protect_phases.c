@@ -5,18 +5,6 @@
  * free chunks coalesce the same way). Prints the peak resident set in MiB (VmHWM). */
 #include "common.h"
 
-static long hwm_kib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
-
 int main(void) {
     test_init();
     static const size_t sizes[] = {48, 800, 3000};
@@ -34,6 +22,6 @@ int main(void) {
                 objs[i] = NULL; /* (no pointer left behind: the mark may release it) */
             }
         }
-    printf("peak_rss_mib %ld\n", hwm_kib() / 1024);
+    printf("peak_rss_mib %ld\n", peak_rss_kib() / 1024);
     return 0;
 }
