@@ -2,6 +2,7 @@
 #include "heap/reclaim.h"
 #include "base/messages.h"
 #include "heap/views.h"
+#include "heap/large.h"
 #include "base/fmt.h"
 #include "os/os.h"
 #include "mem/region.h"
@@ -123,39 +124,53 @@ uintptr_t reclaim_next_page(uintptr_t p) {
     return p + OSCAR_PAGE;
 }
 
-/* Revoked for good: its entry will never change again but for a late report. */
-static bool page_dead(uintptr_t p, uint64_t e) {
+/* What a chunk's pages are: all revoked for good (CHUNK_IS_DEAD), all but guarded large
+ * objects (CHUNK_IS_GUARDED: large_retire_guarded makes it dead), or some still in use. */
+enum chunk_look { CHUNK_IS_LIVE, CHUNK_IS_GUARDED, CHUNK_IS_DEAD };
+
+/* Revoked for good: its entry will never change again but for a late report (2); a page of
+ * a guarded large object, revoked by a guard marker in its slab's mapping (1); else 0. */
+static int page_dead(uintptr_t p, uint64_t e) {
     switch (entry_kind(e)) {
     case PK_NONE:
-        return e == ENTRY_ABANDONED;
+        return e == ENTRY_ABANDONED ? 2 : 0;
     case PK_SMALL_FREED:
     case PK_PACKED_FREED:
     case PK_LARGE_FREED:
-        return true;
+        return 2;
+    case PK_LARGE_GUARDED:
+        return 1;
     case PK_ARENA:
     case PK_VIEW:
-        return entry_api_dead(e); /* a freed arena, a revoked view: PROT_NONE */
+        return entry_api_dead(e) ? 2 : 0; /* a freed arena, a revoked view: PROT_NONE */
     case PK_LARGE_TAIL: {
         uintptr_t head = p - (entry_payload(e) << OSCAR_PAGE_SHIFT);
         if (!region_contains(head))
-            return false;
+            return 0;
         uint64_t h = region_load(head);
+        if (entry_kind(h) == PK_LARGE_GUARDED)
+            return 1;
         return entry_kind(h) == PK_LARGE_FREED ||
-               (h == 0 && reclaim_is_reclaimed(head)); /* a long object's reclaimed head */
+                       (h == 0 && reclaim_is_reclaimed(head)) /* a long object's reclaimed head */
+                   ? 2
+                   : 0;
     }
     default:
-        return false;
+        return 0;
     }
 }
 
-static bool chunk_dead(size_t i) {
+static enum chunk_look chunk_dead(size_t i) {
     uintptr_t base = chunk_base(i);
+    int worst = 2;
     for (size_t k = 0; k < CHUNK_PAGES; k++) {
         uintptr_t p = base + (k << OSCAR_PAGE_SHIFT);
-        if (!page_dead(p, region_load(p)))
-            return false;
+        int d = page_dead(p, region_load(p));
+        if (!d)
+            return CHUNK_IS_LIVE;
+        worst = d < worst ? d : worst;
     }
-    return true;
+    return worst == 2 ? CHUNK_IS_DEAD : CHUNK_IS_GUARDED;
 }
 
 /* The entries and records (stacks, custom-allocator side records) of chunks [i, i + n), as
@@ -216,10 +231,15 @@ static void sweep(uintptr_t bump) {
             atomic_fetch_and(&reclaim_state.state[i], (uint8_t)~PENDING); /* a slice rest left unused */
             continue;
         }
-        if (!chunk_dead(i)) {
+        enum chunk_look look = chunk_dead(i);
+        /* Guarded large objects on both visits: PROT_NONE now (their frees are over). */
+        if (look == CHUNK_IS_GUARDED && s == CHUNK_SEEN_DEAD &&
+            large_retire_guarded(chunk_base(i), chunk_base(i) + REGION_CHUNK))
+            look = chunk_dead(i);
+        if (look == CHUNK_IS_LIVE) {
             set_state(i, CHUNK_UNKNOWN);
             reclaim_state.pending[reclaim_state.w++] = (uint32_t)i;
-        } else if (s == CHUNK_SEEN_DEAD) {
+        } else if (s == CHUNK_SEEN_DEAD && look == CHUNK_IS_DEAD) {
             drop[n++] = i; /* (leaves the list) */
         } else {
             set_state(i, CHUNK_SEEN_DEAD);
