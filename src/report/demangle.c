@@ -267,13 +267,7 @@ static bool enter(struct dm *d) {
 #define LEAVE(d, x) do { uint16_t r_ = (x); (d)->depth--; return (d)->fail ? 0 : r_; } while (0)
 
 static uint16_t source_name(struct dm *d) {
-    bool neg;
-    int off, len;
-    if (!number(d, &neg, &off, &len) || neg || len > 9)
-        return bad(d);
-    long n = 0;
-    for (int i = 0; i < len; i++)
-        n = n * 10 + (d->s[off + i] - '0');
+    long n = number_value(d, false);
     if (n <= 0 || n > d->len - d->pos)
         return bad(d);
     int start = d->pos;
@@ -470,13 +464,7 @@ static uint16_t unqualified_name(struct dm *d, uint16_t prefix) {
         return bad(d);
     }
     while (!d->fail && eat(d, 'B')) {
-        bool neg;
-        int off, len;
-        if (!number(d, &neg, &off, &len) || neg || len > 9)
-            return bad(d);
-        long n = 0;
-        for (int i = 0; i < len; i++)
-            n = n * 10 + (d->s[off + i] - '0');
+        long n = number_value(d, false);
         if (n <= 0 || n > d->len - d->pos)
             return bad(d);
         x = mk(d, K_ABI, 0, x, d->pos, (int)n);
