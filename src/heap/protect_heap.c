@@ -118,6 +118,12 @@ static int class_aligned(size_t size, size_t align) {
 }
 
 static inline struct ph_meta *meta_of(size_t i) { return &ph.meta[i]; }
+
+/* Word w of a free-slot bitmap with every one of nslots slots set. */
+static inline uint64_t all_slots(uint32_t nslots, unsigned w) {
+    uint32_t left = nslots - w * 64;
+    return left >= 64 ? ~0ULL : (1ULL << left) - 1;
+}
 static inline size_t page_no(const struct ph_page *pg) { return (size_t)(pg - ph.pages); }
 
 static __thread struct ph_tc *ph_tc __attribute__((tls_model("initial-exec"))) =
@@ -493,8 +499,7 @@ static struct ph_page *fresh_small_page(unsigned c) {
     pg->recip = ((1ULL << 32) + size - 1) / size;
     pg->next = pg->prev = NULL;
     for (uint32_t w = 0; w < pg->nwords; w++) {
-        uint32_t left = n - w * 64;
-        m->local[w] = left >= 64 ? ~0ULL : (1ULL << left) - 1;
+        m->local[w] = all_slots(n, w);
         atomic_store_explicit(&m->released[w], 0, memory_order_relaxed);
     }
     memset((void *)m->slot, 0, n * sizeof(m->slot[0]));
@@ -1008,9 +1013,8 @@ int ph_trim(void) {
  * handed out, or released by a mark (its local or released bit set). */
 static bool page_all_free(const struct ph_page *pg, struct ph_meta *m) {
     for (unsigned w = 0; w < pg->nwords; w++) {
-        uint32_t left = pg->nslots - w * 64;
-        uint64_t all = left >= 64 ? ~0ULL : (1ULL << left) - 1;
-        if ((m->local[w] | atomic_load_explicit(&m->released[w], memory_order_relaxed)) != all)
+        if ((m->local[w] | atomic_load_explicit(&m->released[w], memory_order_relaxed)) !=
+            all_slots(pg->nslots, w))
             return false;
     }
     return true;

@@ -202,6 +202,14 @@ static inline void word_states(_Atomic uint16_t *slot, unsigned w, unsigned n, u
     *b = y;
 }
 
+/* Of the slots [64 w, 64 w + 64) of a page of n slots, those in state st. */
+static inline uint64_t word_in_state(_Atomic uint16_t *slot, unsigned w, unsigned n,
+                                     unsigned st) {
+    uint64_t a, same;
+    word_states(slot, w, n, st, st, &a, &same); /* (inlined: the second mask folds away) */
+    return a;
+}
+
 /* The first run of set bits of m (not 0): *from, its length returned. */
 static inline unsigned first_run(uint64_t m, unsigned *from) {
     unsigned b = (unsigned)__builtin_ctzll(m);
@@ -366,8 +374,7 @@ static void candidates(size_t used) {
             if (!size || (size_t)n * size > PH_PAGE || nw > PH_MAX_WORDS)
                 continue; /* (a page being set up while the world runs: no QUAR slot yet) */
             for (unsigned w = 0; w < nw; w++) {
-                uint64_t q, unused;
-                word_states(slot, w, n, PHS_QUAR, PHS_QUAR, &q, &unused);
+                uint64_t q = word_in_state(slot, w, n, PHS_QUAR);
                 if (!q)
                     continue;
                 if (!any) {
@@ -438,8 +445,7 @@ static void scan_heap(size_t first, size_t last) {
             /* Runs of live slots, a word of 64 slots at a time, each run read in one go
              * (OSCAR_DANGLING: one object at a time, to name it). */
             for (unsigned w = 0; w < nw; w++) {
-                uint64_t live, unused;
-                word_states(slot, w, n, PHS_LIVE, PHS_LIVE, &live, &unused);
+                uint64_t live = word_in_state(slot, w, n, PHS_LIVE);
                 while (live) {
                     unsigned from, len = first_run(live, &from);
                     uintptr_t lo = base + (uintptr_t)(w * 64 + from) * size;
@@ -835,8 +841,8 @@ static struct {
      * (protecting, listing and unprotecting the pages, the handoff to the marker), and runs
      * on the freeing thread. */
     size_t min_pages;
-    /* OPT_MARK_PAUSE_MS in ns (set at init; auto only): a stopped mark expected to stop the
-     * world longer than this goes to the marker instead. */
+    /* OPT_MARK_PAUSE_MS in ns (set at init; auto only): once two stopped marks in a row took
+     * longer (note_stop), marks go to the marker instead. */
     uint64_t pause_budget_ns;
     /* Stopped rounds in a row that stopped the world longer than the budget (the marking
      * thread), and whether that happened twice: then auto's marks are concurrent from now on
