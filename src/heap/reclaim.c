@@ -124,53 +124,52 @@ uintptr_t reclaim_next_page(uintptr_t p) {
     return p + OSCAR_PAGE;
 }
 
-/* What a chunk's pages are: all revoked for good (CHUNK_IS_DEAD), all but guarded large
- * objects (CHUNK_IS_GUARDED: large_retire_guarded makes it dead), or some still in use. */
+/* What a chunk's pages are (or one page is): all revoked for good (CHUNK_IS_DEAD), all but
+ * guarded large objects (CHUNK_IS_GUARDED: large_retire_guarded makes it dead), or some still
+ * in use. Ordered: a chunk is what its least dead page is. */
 enum chunk_look { CHUNK_IS_LIVE, CHUNK_IS_GUARDED, CHUNK_IS_DEAD };
 
-/* Revoked for good: its entry will never change again but for a late report (2); a page of
- * a guarded large object, revoked by a guard marker in its slab's mapping (1); else 0. */
-static int page_dead(uintptr_t p, uint64_t e) {
+/* DEAD: revoked for good, its entry will never change again but for a late report; GUARDED:
+ * a page of a guarded large object, revoked by a guard marker in its slab's mapping. */
+static enum chunk_look page_dead(uintptr_t p, uint64_t e) {
     switch (entry_kind(e)) {
     case PK_NONE:
-        return e == ENTRY_ABANDONED ? 2 : 0;
+        return e == ENTRY_ABANDONED ? CHUNK_IS_DEAD : CHUNK_IS_LIVE;
     case PK_SMALL_FREED:
     case PK_PACKED_FREED:
     case PK_LARGE_FREED:
-        return 2;
+        return CHUNK_IS_DEAD;
     case PK_LARGE_GUARDED:
-        return 1;
+        return CHUNK_IS_GUARDED;
     case PK_ARENA:
-    case PK_VIEW:
-        return entry_api_dead(e) ? 2 : 0; /* a freed arena, a revoked view: PROT_NONE */
+    case PK_VIEW: /* a freed arena, a revoked view: PROT_NONE */
+        return entry_api_dead(e) ? CHUNK_IS_DEAD : CHUNK_IS_LIVE;
     case PK_LARGE_TAIL: {
         uintptr_t head = p - (entry_payload(e) << OSCAR_PAGE_SHIFT);
         if (!region_contains(head))
-            return 0;
+            return CHUNK_IS_LIVE;
         uint64_t h = region_load(head);
         if (entry_kind(h) == PK_LARGE_GUARDED)
-            return 1;
+            return CHUNK_IS_GUARDED;
         return entry_kind(h) == PK_LARGE_FREED ||
                        (h == 0 && reclaim_is_reclaimed(head)) /* a long object's reclaimed head */
-                   ? 2
-                   : 0;
+                   ? CHUNK_IS_DEAD
+                   : CHUNK_IS_LIVE;
     }
     default:
-        return 0;
+        return CHUNK_IS_LIVE;
     }
 }
 
 static enum chunk_look chunk_dead(size_t i) {
     uintptr_t base = chunk_base(i);
-    int worst = 2;
-    for (size_t k = 0; k < CHUNK_PAGES; k++) {
+    enum chunk_look look = CHUNK_IS_DEAD;
+    for (size_t k = 0; k < CHUNK_PAGES && look != CHUNK_IS_LIVE; k++) {
         uintptr_t p = base + (k << OSCAR_PAGE_SHIFT);
-        int d = page_dead(p, region_load(p));
-        if (!d)
-            return CHUNK_IS_LIVE;
-        worst = d < worst ? d : worst;
+        enum chunk_look d = page_dead(p, region_load(p));
+        look = d < look ? d : look;
     }
-    return worst == 2 ? CHUNK_IS_DEAD : CHUNK_IS_GUARDED;
+    return look;
 }
 
 /* The entries and records (stacks, custom-allocator side records) of chunks [i, i + n), as

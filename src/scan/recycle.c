@@ -46,7 +46,7 @@ static struct {
     size_t chunks;    /* bits in cand */
     uintptr_t base;   /* the region's first address */
     uintptr_t span;   /* and its size */
-    /* Not roots: the region, the canonical window, Oscar's metadata (sorted by lo). */
+    /* Not roots: the region, the canonical window, Oscar's metadata. */
     struct root_range ex[2 + OS_META_RANGES_MAX];
 } recycle_state;
 
@@ -164,7 +164,7 @@ static void scan_region(int pagemap_fd) {
     }
 }
 
-/* The ranges that are no roots, sorted (roots.c cuts them in order). */
+/* The ranges that are no roots (in any order: roots.c cuts each from what is left). */
 static size_t not_roots(void) {
     struct root_range *ex = recycle_state.ex;
     size_t n = 0;
@@ -176,12 +176,6 @@ static size_t not_roots(void) {
     for (size_t i = 0, m = os_meta_count(); i < m && n < sizeof recycle_state.ex / sizeof *ex; i++)
         if (os_meta_range(i, &ex[n].lo, &ex[n].hi))
             n++;
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && ex[j - 1].lo > ex[j].lo; j--) {
-            struct root_range t = ex[j];
-            ex[j] = ex[j - 1];
-            ex[j - 1] = t;
-        }
     return n;
 }
 
