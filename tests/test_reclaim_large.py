@@ -3,9 +3,12 @@ them is freed. Objects of 2100-4000 bytes are large (OSCAR_SMALL_MAX is 2048) an
 after another from 256 KiB slabs whose mappings merge into one: a freed one is revoked by a
 guard marker (PK_LARGE_GUARDED) and only long dead stretches became PROT_NONE, so no chunk of
 them ever read as dead, none was reclaimed, and with a 1 GiB region malloc returned NULL once
-the region was used up (at ~262,000 allocations) although almost nothing was live. The sweep
-now makes a chunk of guarded objects PROT_NONE (heap/large.c's large_retire_guarded) once it
-saw it so on two visits. tests/programs/reclaim_large_fifo.c."""
+the region was used up (at ~262,000 allocations) although almost nothing was live.
+tests/programs/reclaim_large_fifo.c.
+
+Not fixed: a fix that made such chunks PROT_NONE from the sweep (e621351) let
+tests/programs/reclaim_threads crash with SIGSEGV and no report (3 runs in 40, 7 in 40 in the
+debug build, against 0 in 40 before it), so it was taken back and this reproducer waits."""
 import json
 
 import pytest
@@ -21,6 +24,8 @@ N = "290000"
 
 
 # (Five runs, ~8 s: fifo4k and random in fast mode behave as in strict mode.)
+@pytest.mark.xfail(strict=False, reason="known defect, not fixed: chunks of carved large "
+                   "objects revoked by guard markers are never reclaimed (see the docstring)")
 @pytest.mark.parametrize("shape,mode,args", [
     # 21,000 live objects of 2100-4000 bytes, oldest freed first
     ("fifo", "strict", ["21000"]),

@@ -230,33 +230,6 @@ static void retire_dead_stretch(uintptr_t a, size_t len) {
     }
 }
 
-bool large_retire_guarded(uintptr_t lo, uintptr_t hi) {
-    uintptr_t h = dead_head(lo);
-    if (h && h < lo)
-        lo = h; /* (a guarded object that begins in the chunk before) */
-    h = dead_head(hi - OSCAR_PAGE);
-    if (h) {
-        uintptr_t end = h + large_capacity(h, region_load(h));
-        hi = end > hi ? end : hi; /* (one that runs into the chunk after) */
-    }
-    long delta = shadow_revoke_delta(lo, hi - OSCAR_PAGE);
-    if (maplimit_defer(delta) || os_revoke((void *)lo, hi - lo) != 0)
-        return false;
-    maplimit_add(delta);
-    for (uintptr_t p = lo; p < hi;) {
-        uint64_t e = region_load(p);
-        if (entry_kind(e) != PK_LARGE_GUARDED) {
-            p += OSCAR_PAGE;
-            continue;
-        }
-        size_t len = large_capacity(p, e);
-        /* (A free that could not guard puts its entry back: it then finds it revoked.) */
-        atomic_compare_exchange_strong(region_entry(p), &e, entry_with_kind(e, PK_LARGE_FREED));
-        p += len;
-    }
-    return true;
-}
-
 #define FAST_BATCH_MAX (32UL << 10)
 
 void large_batch_revoked(uintptr_t a, size_t len) {

@@ -25,13 +25,6 @@ bool large_free(uintptr_t a, uint64_t e);
  * batch (len bytes); or, when the batch could not be, revoke it now. */
 void large_batch_revoked(uintptr_t a, size_t len);
 void large_revoke_now(uintptr_t a, uint64_t e);
-/* The reclaim sweep: every page of [lo, hi) (a chunk) is revoked for good or belongs to a
- * guarded large object (PK_LARGE_GUARDED). Guarded objects of a few pages, carved from one
- * big merged mapping, are made PROT_NONE at free only in long dead stretches, so a chunk
- * of them would never read as dead: replace the whole stretch (widened to the guarded
- * objects that overlap its ends) by PROT_NONE in one call and mark those objects
- * PK_LARGE_FREED. False if it could not (the mapping limit, or the kernel refused). */
-bool large_retire_guarded(uintptr_t lo, uintptr_t hi);
 /* The live large object at a (cap bytes of pages) is the last one carved from the calling
  * thread's slab and the slab has room: its pages now run to len bytes (its head entry
  * is the caller's to update). False if not. */

@@ -280,9 +280,7 @@ static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, cons
         if (is_large(e)) {
             if (only_empty)
                 continue; /* (its memory goes with its guard) */
-            /* (Revoked meanwhile by a dead stretch or the reclaim sweep: its chunk may even
-             * have been reclaimed and handed out again, so its entry must be unchanged.) */
-            skip[i] = region_load(q->page[i]) != e;
+            skip[i] = entry_kind(region_load(q->page[i])) != PK_LARGE_GUARDED;
             if (!skip[i])
                 n = os_ranges_add(iov, n, q->page[i], large_capacity(q->page[i], e));
         } else if (!only_empty || ((e & QUEUED_EMPTY) && !idle[i])) {
@@ -372,7 +370,7 @@ void packed_flush_retired(struct thread_cache *tc) {
         if (is_large(q->entry[i])) {
             if (guarded && !skip[i])
                 large_batch_revoked(q->page[i], large_capacity(q->page[i], q->entry[i]));
-            else if (!guarded && region_load(q->page[i]) == q->entry[i])
+            else if (!guarded && entry_kind(region_load(q->page[i])) == PK_LARGE_GUARDED)
                 large_revoke_now(q->page[i], q->entry[i]);
             i++;
             continue;

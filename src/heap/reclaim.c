@@ -2,7 +2,6 @@
 #include "heap/reclaim.h"
 #include "base/messages.h"
 #include "heap/views.h"
-#include "heap/large.h"
 #include "base/fmt.h"
 #include "os/os.h"
 #include "mem/region.h"
@@ -124,52 +123,39 @@ uintptr_t reclaim_next_page(uintptr_t p) {
     return p + OSCAR_PAGE;
 }
 
-/* What a chunk's pages are (or one page is): all revoked for good (CHUNK_IS_DEAD), all but
- * guarded large objects (CHUNK_IS_GUARDED: large_retire_guarded makes it dead), or some still
- * in use. Ordered: a chunk is what its least dead page is. */
-enum chunk_look { CHUNK_IS_LIVE, CHUNK_IS_GUARDED, CHUNK_IS_DEAD };
-
-/* DEAD: revoked for good, its entry will never change again but for a late report; GUARDED:
- * a page of a guarded large object, revoked by a guard marker in its slab's mapping. */
-static enum chunk_look page_dead(uintptr_t p, uint64_t e) {
+/* Revoked for good: its entry will never change again but for a late report. */
+static bool page_dead(uintptr_t p, uint64_t e) {
     switch (entry_kind(e)) {
     case PK_NONE:
-        return e == ENTRY_ABANDONED ? CHUNK_IS_DEAD : CHUNK_IS_LIVE;
+        return e == ENTRY_ABANDONED;
     case PK_SMALL_FREED:
     case PK_PACKED_FREED:
     case PK_LARGE_FREED:
-        return CHUNK_IS_DEAD;
-    case PK_LARGE_GUARDED:
-        return CHUNK_IS_GUARDED;
+        return true;
     case PK_ARENA:
-    case PK_VIEW: /* a freed arena, a revoked view: PROT_NONE */
-        return entry_api_dead(e) ? CHUNK_IS_DEAD : CHUNK_IS_LIVE;
+    case PK_VIEW:
+        return entry_api_dead(e); /* a freed arena, a revoked view: PROT_NONE */
     case PK_LARGE_TAIL: {
         uintptr_t head = p - (entry_payload(e) << OSCAR_PAGE_SHIFT);
         if (!region_contains(head))
-            return CHUNK_IS_LIVE;
+            return false;
         uint64_t h = region_load(head);
-        if (entry_kind(h) == PK_LARGE_GUARDED)
-            return CHUNK_IS_GUARDED;
         return entry_kind(h) == PK_LARGE_FREED ||
-                       (h == 0 && reclaim_is_reclaimed(head)) /* a long object's reclaimed head */
-                   ? CHUNK_IS_DEAD
-                   : CHUNK_IS_LIVE;
+               (h == 0 && reclaim_is_reclaimed(head)); /* a long object's reclaimed head */
     }
     default:
-        return CHUNK_IS_LIVE;
+        return false;
     }
 }
 
-static enum chunk_look chunk_dead(size_t i) {
+static bool chunk_dead(size_t i) {
     uintptr_t base = chunk_base(i);
-    enum chunk_look look = CHUNK_IS_DEAD;
-    for (size_t k = 0; k < CHUNK_PAGES && look != CHUNK_IS_LIVE; k++) {
+    for (size_t k = 0; k < CHUNK_PAGES; k++) {
         uintptr_t p = base + (k << OSCAR_PAGE_SHIFT);
-        enum chunk_look d = page_dead(p, region_load(p));
-        look = d < look ? d : look;
+        if (!page_dead(p, region_load(p)))
+            return false;
     }
-    return look;
+    return true;
 }
 
 /* The entries and records (stacks, custom-allocator side records) of chunks [i, i + n), as
@@ -230,15 +216,10 @@ static void sweep(uintptr_t bump) {
             atomic_fetch_and(&reclaim_state.state[i], (uint8_t)~PENDING); /* a slice rest left unused */
             continue;
         }
-        enum chunk_look look = chunk_dead(i);
-        /* Guarded large objects on both visits: PROT_NONE now (their frees are over). */
-        if (look == CHUNK_IS_GUARDED && s == CHUNK_SEEN_DEAD &&
-            large_retire_guarded(chunk_base(i), chunk_base(i) + REGION_CHUNK))
-            look = chunk_dead(i);
-        if (look == CHUNK_IS_LIVE) {
+        if (!chunk_dead(i)) {
             set_state(i, CHUNK_UNKNOWN);
             reclaim_state.pending[reclaim_state.w++] = (uint32_t)i;
-        } else if (s == CHUNK_SEEN_DEAD && look == CHUNK_IS_DEAD) {
+        } else if (s == CHUNK_SEEN_DEAD) {
             drop[n++] = i; /* (leaves the list) */
         } else {
             set_state(i, CHUNK_SEEN_DEAD);
