@@ -24,6 +24,9 @@ FREQUENT = dict(PROTECT, OSCAR_QUARANTINE_FLOOR_KIB="2", OSCAR_QUARANTINE_SHARE=
 # marking thread with the world running (every heap size; where the kernel cannot track
 # writes, Linux < 6.7, this is the stopped kind again).
 MARKS = {"stop": {"OSCAR_MARK": "stop"},
+         # ... with the world stopped, the heap (4 MiB of ballast, 64 pages) read by four
+         # threads, the marking one and three helpers (scan/team.h)
+         "team": {"OSCAR_MARK": "stop", "OSCAR_MARK_THREADS": "4", "PROTECT_BALLAST_KIB": "4096"},
          "concurrent": {"OSCAR_MARK": "auto", "OSCAR_MARK_CONCURRENT_MIB": "0",
                         "OSCAR_MARK_PAUSE_MS": "0"}}
 
@@ -46,8 +49,10 @@ def write_tracking_works():
 
 def assert_mark_kind(stats, mark):
     """Concurrent marks ran where the kernel can track writes, none with OSCAR_MARK=stop."""
-    if mark == "stop":
+    if mark in ("stop", "team"):
         assert stats["scan_concurrent_rounds"] == 0, stats
+        if mark == "team":
+            assert stats["scan_team_rounds"] > 0, stats
     elif write_tracking_works():
         assert stats["scan_concurrent_rounds"] > 0, stats
 

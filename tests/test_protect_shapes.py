@@ -31,7 +31,7 @@ SHAPES = [
 
 
 def skip_unless_concurrent(program, mark):
-    if program == "protect_shape_concurrent_move" and mark == "stop":
+    if program == "protect_shape_concurrent_move" and mark in ("stop", "team"):
         pytest.skip("a shape of concurrent marks: with the world stopped nothing moves")
 
 

@@ -463,6 +463,15 @@ int os_file_resident(int fd, uint64_t *bytes) {
 long os_gettid(void) { return sys6(SYS_gettid, 0, 0, 0, 0, 0, 0); }
 int os_getpid(void) { return (int)sys6(SYS_getpid, 0, 0, 0, 0, 0, 0); }
 
+unsigned os_cpu_count(void) {
+    uint64_t mask[16]; /* (1024 CPUs: glibc's cpu_set_t) */
+    long n = sys6(SYS_sched_getaffinity, 0, sizeof mask, (long)mask, 0, 0, 0);
+    unsigned cpus = 0;
+    for (long i = 0; i < n / 8; i++)
+        cpus += (unsigned)__builtin_popcountll(mask[i]);
+    return cpus ? cpus : 1;
+}
+
 /* ---- Threads, signals and /proc (scan/world.c, scan/roots.c, export/export_signal.c).
  * Signal-safe: the park handler and the fault handler call some of these. */
 

@@ -109,6 +109,8 @@ int os_status_bytes(const char *field, uint64_t *bytes);
 int os_file_resident(int fd, uint64_t *bytes);
 long os_gettid(void);
 int os_getpid(void);
+/* The CPUs this thread may run on (sched_getaffinity; 1 if it cannot say). */
+unsigned os_cpu_count(void);
 /* Threads, signals and /proc (scan/, export/export_signal.c); signal-safe, no counting
  * (rare calls, not the heap's). Those returning long give a count/descriptor or -errno. */
 long os_open_dir(const char *path);

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "scan/mark.h"
 #include "scan/roots.h"
+#include "scan/team.h"
 #include "scan/world.h"
 #include "base/fmt.h"
 #include "base/messages.h"
@@ -41,6 +42,9 @@
 
 /* This thread is marking (a signal handler that forks may interrupt it: mark_fork_prepare). */
 static __thread int in_mark __attribute__((tls_model("initial-exec")));
+/* Bytes this thread read in the current mark, not yet added to mark_state.scanned (each of
+ * the threads that share a mark: scan/team.h). */
+static __thread uint64_t scanned_here __attribute__((tls_model("initial-exec")));
 
 #define PAUSE_RING 64
 /* The mark's state (all zero at start: .bss). The concurrent mark's is cm_state and
@@ -54,18 +58,22 @@ static struct {
     /* Written by the marking thread (under marking) only: */
     uint64_t pause_us[PAUSE_RING]; /* the last pauses (a ring) */
     unsigned npauses;
-    uint64_t scanned; /* bytes read by the current mark */
+    _Atomic uint64_t scanned; /* bytes read by the current mark (flush_scanned) */
     bool dangling; /* OSCAR_DANGLING=report (set once at init) */
-    /* For it: where the word being scanned lies (the marking thread). */
+    /* For it: where the word being scanned lies (the marking thread; a mark that reports
+     * dangling pointers has no helpers: scan/team.h). */
     uintptr_t where;
     enum root_kind kind;
     const char *name;   /* root name, or NULL: a heap object */
     uintptr_t obj, obj_size; /* the heap object being scanned */
     unsigned printed;   /* lines printed by this mark */
+    size_t used;        /* the stopped mark's heap pages (set before the team's jobs read it) */
+    unsigned threads;   /* threads that read the heap in this round (1: no helper) */
     /* Pages that hold a candidate of the mark in progress (a bit per page, set by
      * candidates(), cleared by release_heap(): the marking thread): pass 2 visits only those.
-     * NULL (no memory for it): every page. Allocated once by mark_init. */
-    uint64_t *cand_pages;
+     * NULL (no memory for it): every page. Allocated once by mark_init. Set with an atomic
+     * or: the team's threads set bits of the same word. */
+    _Atomic uint64_t *cand_pages;
     atomic_int warned; /* warn_once said it: atomic exchange, once */
     /* Not roots: the heap and all of Oscar's metadata (not_roots: whichever thread holds
      * `marking`; static, not on the stack: ph.lo is the address of the heap's first object). */
@@ -73,6 +81,16 @@ static struct {
 } mark_state;
 
 #define DANGLING_MAX_LINES 64 /* per mark */
+/* The team (scan/team.h): a chunk of 4 pages is 256 KiB, read in ~0.1 ms (a helper's wake-up
+ * is a few microseconds); a heap under 8 pages is read by the marking thread alone. */
+#define TEAM_CHUNK_PAGES 4
+#define TEAM_MIN_PAGES 8
+
+/* This thread's bytes read go to the mark's count. */
+static void flush_scanned(void) {
+    atomic_fetch_add_explicit(&mark_state.scanned, scanned_here, memory_order_relaxed);
+    scanned_here = 0;
+}
 
 static const char *const kind_names[] = {"global", "stack", "registers", "alternate signal stack",
                                          "thread-local storage", "mapping"};
@@ -129,9 +147,12 @@ static inline void end_mark(uintptr_t a, size_t len, bool set) {
     size_t g = granule(a + len);
     if (a + len >= ph.hi)
         return;
-    uint64_t v = atomic_load_explicit(&ph.cand[g / 64 * 2 + 1], memory_order_relaxed);
+    /* (Atomic: the next page's words may be another team thread's to fill meanwhile.) */
     uint64_t m = 1ULL << (g % 64);
-    atomic_store_explicit(&ph.cand[g / 64 * 2 + 1], set ? v | m : v & ~m, memory_order_relaxed);
+    if (set)
+        atomic_fetch_or_explicit(&ph.cand[g / 64 * 2 + 1], m, memory_order_relaxed);
+    else
+        atomic_fetch_and_explicit(&ph.cand[g / 64 * 2 + 1], ~m, memory_order_relaxed);
 }
 
 /* Set (or clear) the bits of [a, a + len), len a multiple of 16. Pass 1 (world stopped) sets
@@ -153,6 +174,11 @@ static void cand_range(uintptr_t a, size_t len, bool set) {
 static void filter_clear(uintptr_t a, size_t len) {
     cand_range(a, len, false);
     end_mark(a, len, false);
+}
+
+static inline void cand_page(size_t i) {
+    atomic_fetch_or_explicit(&mark_state.cand_pages[i / 64], 1ULL << (i % 64),
+                             memory_order_relaxed);
 }
 
 static inline bool page_has_cand(size_t i) {
@@ -322,7 +348,7 @@ static void scan(uintptr_t lo, uintptr_t hi) {
     uintptr_t base = ph.lo, span = ph.hi - ph.lo;
     if (p >= e)
         return;
-    mark_state.scanned += (uintptr_t)e - (uintptr_t)p;
+    scanned_here += (uintptr_t)e - (uintptr_t)p;
     /* The value is kept, not read again: while the world runs (a concurrent mark) the word
      * may change in between (a free zeroing it). */
     const uintptr_t *hit[CHUNK];
@@ -338,10 +364,14 @@ static void scan(uintptr_t lo, uintptr_t hi) {
                 val[n++] = w;
             }
         }
-        for (unsigned k = 0; k < n; k++) {
-            mark_state.where = (uintptr_t)hit[k];
-            mark_addr(val[k]);
-        }
+        if (unlikely(mark_state.dangling))
+            for (unsigned k = 0; k < n; k++) {
+                mark_state.where = (uintptr_t)hit[k];
+                mark_addr(val[k]);
+            }
+        else
+            for (unsigned k = 0; k < n; k++)
+                mark_addr(val[k]);
     }
 }
 
@@ -360,9 +390,9 @@ static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const cha
 /* Every QUAR object becomes a candidate (CAND), its granules set in the filter. A small
  * page's filter words are built here first, then or'ed in (the words are zero between marks,
  * but the end bit of the previous page's last candidate may already be in the first). */
-static void candidates(size_t used) {
+static void candidates(size_t first, size_t last) {
     const size_t gpp = PH_PAGE / 16; /* granules per page */
-    for (size_t i = 0; i < used; i++) {
+    for (size_t i = first; i < last; i++) {
         struct ph_page *pg = &ph.pages[i];
         unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
         uintptr_t base = ph_page_base(i);
@@ -405,7 +435,7 @@ static void candidates(size_t used) {
             if (!any)
                 continue;
             if (mark_state.cand_pages)
-                mark_state.cand_pages[i / 64] |= 1ULL << (i % 64);
+                cand_page(i);
             _Atomic uint64_t *f = &ph.cand[granule(base) / 64 * 2];
             for (unsigned w = 0; w < PH_MAX_WORDS; w++) {
                 if (cw[w])
@@ -419,19 +449,21 @@ static void candidates(size_t used) {
                 cand_range(base, align_up(pg->large_size, OSCAR_PAGE), true);
                 end_mark(base, align_up(pg->large_size, OSCAR_PAGE), true);
                 if (mark_state.cand_pages)
-                    mark_state.cand_pages[i / 64] |= 1ULL << (i % 64);
+                    cand_page(i);
             }
             i += pg->run - 1;
         }
     }
 }
 
-/* The live objects of pages [first, last). While the world runs (a concurrent mark), a page
+/* The live objects of pages [first, last) (a large object that begins there: whole, up to page
+ * `end`; a chunk of the team's begins where the last ended, and skips the rest of a large
+ * object). While the world runs (a concurrent mark), a page
  * may be handed to another size class under us: its geometry is then read half old, half
  * new, so every range is kept inside the page or the run, and a run's length at least 1 (a
  * page so changed was written after the write tracking began: it is read again, whole, with
  * the world stopped). */
-static void scan_heap(size_t first, size_t last) {
+static void scan_heap(size_t first, size_t last, size_t end) {
     for (size_t i = first; i < last; i++) {
         struct ph_page *pg = &ph.pages[i];
         unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
@@ -464,13 +496,15 @@ static void scan_heap(size_t first, size_t last) {
         } else if (kind == PHK_LARGE) {
             uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
             size_t run = pg->run ? pg->run : 1, len = align_up(pg->large_size, OSCAR_PAGE);
-            if (run > last - i)
-                run = last - i;
+            if (run > end - i)
+                run = end - i;
             if (len > run << PH_PAGE_SHIFT)
                 len = run << PH_PAGE_SHIFT;
             if (st == PHS_LIVE) {
-                mark_state.obj = base;
-                mark_state.obj_size = pg->large_size;
+                if (unlikely(mark_state.dangling)) {
+                    mark_state.obj = base;
+                    mark_state.obj_size = pg->large_size;
+                }
                 scan(base, base + len);
             }
             i += run - 1;
@@ -491,7 +525,7 @@ static void scan_written(uintptr_t lo, uintptr_t hi, size_t used, size_t *done) 
         uintptr_t next = ph_page_base(i + 1);
         if (kind == PHK_SMALL) {
             if (*done != i)
-                scan_heap(i, i + 1);
+                scan_heap(i, i + 1, i + 1);
             *done = i;
         } else if (kind == PHK_LARGE || kind == PHK_TAIL) {
             size_t h = kind == PHK_TAIL && pg->run <= i ? i - pg->run : i;
@@ -658,17 +692,37 @@ static size_t not_roots(void) {
     return nex;
 }
 
+/* The team's jobs (scan/team.h): chunks of the heap's pages, the world stopped. */
+static void scan_heap_job(size_t first, size_t last) {
+    scan_heap(first, last, mark_state.used);
+    flush_scanned();
+}
+
 __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
     size_t nex = not_roots();
-    candidates(used);
+    /* With helpers (not when naming where dangling pointers are: one thread names them), the
+     * candidates are made by all, then the helpers read the heap while this thread reads
+     * the roots, and joins them. (Locks held: the world lock only; the helpers take none.) */
+    bool team = !mark_state.dangling && team_helpers();
+    mark_state.threads = team ? 1 + team_helpers() : 1;
+    if (team) {
+        stats_add(STAT_SCAN_TEAM_ROUNDS, 1);
+        team_begin(candidates, used, TEAM_CHUNK_PAGES);
+        team_finish();
+        mark_state.used = used;
+        team_begin(scan_heap_job, used, TEAM_CHUNK_PAGES);
+    } else {
+        candidates(0, used);
+    }
     /* This thread's stack is a root from the saved registers up: below lie the mark's own
      * frames (cut only within this stack's own mapping, never another thread's below it). */
     int err = roots_for_each(scan_root, NULL, mark_state.ex, nex, (uintptr_t)saved);
-    if (err)
-        return err;
     mark_state.name = NULL;
-    scan_heap(0, used);
-    return 0;
+    if (team)
+        team_finish(); /* (even when the roots failed: the helpers are reading the heap) */
+    else if (!err)
+        scan_heap(0, used, used);
+    return err;
 }
 
 /* Undo pass 1's CAND states when the roots could not be read: nothing is released. Every
@@ -709,6 +763,7 @@ __asm__(".text\n"
 void mark_body(const uintptr_t *saved);
 static int mark_body_locked(const uintptr_t *saved, bool open_tracking);
 static bool concurrent_request(void);
+static bool called_from_outside_libc(void);
 static int open_trackers(void);
 static void note_stop(uint64_t stop_ns);
 
@@ -734,9 +789,21 @@ static void mark_here(const uintptr_t *saved) {
     os_sigprocmask(SIG_SETMASK, &old, NULL); /* (after: a pending handler may fork) */
 }
 
+/* Start the team's helpers (scan/team.h) once the heap is worth sharing, from a call the
+ * program made (called_from_outside_libc: pthread_create takes libc's locks). */
+static void team_ready(void) {
+    if (mark_state.dangling || team_helpers() >= team_wanted() ||
+        atomic_load_explicit(&ph.used_pages, memory_order_relaxed) < TEAM_MIN_PAGES ||
+        !called_from_outside_libc())
+        return;
+    team_start();
+}
+
 __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintptr_t *saved) {
-    if (!concurrent_request())
-        mark_here(saved);
+    if (concurrent_request())
+        return;
+    team_ready();
+    mark_here(saved);
 }
 
 /* Freeze the world against forks (see `stopping`) and stop it. 0 or -errno; on success the
@@ -765,7 +832,8 @@ static void resume_world(void) {
  * unmarked candidate of pages [0, used). t0: when the round began (the next is paced by it). */
 static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
     stats_add(STAT_SCAN_ROUNDS, 1);
-    stats_add(STAT_SCAN_BYTES, (int64_t)mark_state.scanned);
+    flush_scanned();
+    stats_add(STAT_SCAN_BYTES, (int64_t)atomic_load(&mark_state.scanned));
     note_pause(stop_ns / 1000);
     if (err) {
         warn_once("cannot read the process's mappings");
@@ -774,8 +842,10 @@ static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
     }
     struct tally t = {0, 0, 0, 0};
     release_heap(used, &t, true, false);
-    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects,
-                  os_monotonic_ns() - t0);
+    /* The pacing counts the helpers' time too: a mark shared by N threads stops the program
+     * for 1/N as long, and the next is not N times as frequent. */
+    uint64_t cost = os_monotonic_ns() - t0 + stop_ns * (mark_state.threads - 1);
+    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects, cost);
 }
 
 /* open_tracking: also open the write tracker while the world is stopped (the marker thread:
@@ -794,7 +864,7 @@ static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
     /* Locks held: the world lock only. The parked threads may hold any other. */
     int track_err = open_tracking ? open_trackers() : 0;
     size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
-    mark_state.scanned = 0;
+    atomic_store(&mark_state.scanned, 0);
     mark_state.printed = 0;
     int err = mark_stopped(saved, used);
     if (err)
@@ -944,11 +1014,12 @@ static bool concurrent_round(void) {
     if (!wtrack_valid(&cm_state.wt) || !pagemap_valid() ||
         wtrack_protect(&cm_state.wt, ph.lo, used << PH_PAGE_SHIFT, true) != 0)
         return false;
-    mark_state.scanned = 0;
+    mark_state.threads = 1;
+    atomic_store(&mark_state.scanned, 0);
     mark_state.printed = 0;
-    candidates(used);
+    candidates(0, used);
     mark_state.name = NULL;
-    scan_heap(0, used); /* (the world running) */
+    scan_heap(0, used, used); /* (the world running) */
     /* Pages handed out meanwhile (a heap that grows fast): protected and read with the world
      * running too, a few times, so that the stop reads only the last of them. */
     size_t tracked = used;
@@ -958,7 +1029,7 @@ static bool concurrent_round(void) {
             wtrack_protect(&cm_state.wt, ph_page_base(tracked), (grown - tracked) << PH_PAGE_SHIFT,
                            true) != 0)
             break;
-        scan_heap(tracked, grown);
+        scan_heap(tracked, grown, grown);
         tracked = grown;
     }
     bool lost = false;
@@ -985,7 +1056,7 @@ static bool concurrent_round(void) {
         lost = rescan_written(cm_state.pm, tracked, false) < 0;
     size_t now = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     if (!err)
-        scan_heap(lost ? 0 : tracked, now);
+        scan_heap(lost ? 0 : tracked, now, now);
     if (!err && lost)
         open_trackers(); /* (the program closed one: the next round opens it again) */
     if (err)
@@ -1185,11 +1256,11 @@ void mark_wait(void) {
 void mark_init(void) {
     mark_state.dangling = options_int(OPT_DANGLING) == 1;
     cm_state.setting = (int)options_int(OPT_MARK);
-    if (cm_state.setting != 2)
-        find_libc();
+    find_libc(); /* (the marker thread and the team's helpers are started only outside it) */
     cm_state.verbose = options_int(OPT_VERBOSE) != 0;
     cm_state.min_pages = ((size_t)options_int(OPT_MARK_CONCURRENT_MIB) << 20) >> PH_PAGE_SHIFT;
     cm_state.pause_budget_ns = (uint64_t)options_int(OPT_MARK_PAUSE_MS) * 1000000;
+    team_init((unsigned)options_int(OPT_MARK_THREADS));
     int err;
     mark_state.cand_pages =
         os_alloc_meta(align_up((ph.hi - ph.lo) >> PH_PAGE_SHIFT, 64) / 8 + 8, &err);
@@ -1213,6 +1284,7 @@ bool mark_fork_prepare(void) {
 void mark_fork_parent(void) { atomic_fetch_sub(&mark_state.forking, 1); }
 
 void mark_fork_child(void) {
+    team_fork_child(); /* (its helpers are the parent's) */
     atomic_store(&mark_state.forking, 0);
     atomic_store(&mark_state.stopping, 0);
     /* The marker thread is not in the child: the child starts its own at its first mark. The

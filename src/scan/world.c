@@ -78,6 +78,10 @@ static struct {
     struct world_thread **parked; /* [WORLD_MAX]: the parked ones, for world_thread_at */
     size_t nparked_list;       /* entries of parked (the stopper, world stopped) */
     struct sigaction program;  /* what the program believes is installed for sig */
+    /* Oscar's own threads that a stop leaves running (scan/team.c's helpers: they read the
+     * heap for the stopper while the world is stopped); 0: a free entry. Set by each helper
+     * for itself (atomic: a stopper may be listing threads meanwhile). */
+    _Atomic int32_t exempt[WORLD_EXEMPT_MAX];
 } world_state = {.lock = OSCAR_LOCK_INIT(WORLD), .sig = SIGPWR};
 
 /* The stopper's buffers, apart from world_state (a zero table in .bss, not in .data with
@@ -267,6 +271,28 @@ int world_program_sigaction(const struct sigaction *act, struct sigaction *old) 
     return 1;
 }
 
+static bool exempt(int32_t tid) {
+    for (int i = 0; i < WORLD_EXEMPT_MAX; i++)
+        if (atomic_load_explicit(&world_state.exempt[i], memory_order_relaxed) == tid)
+            return true;
+    return false;
+}
+
+bool world_exempt_self(void) {
+    int32_t tid = (int32_t)os_gettid(), none = 0;
+    for (int i = 0; i < WORLD_EXEMPT_MAX; i++)
+        if (atomic_compare_exchange_strong(&world_state.exempt[i], &none, tid))
+            return true;
+        else
+            none = 0;
+    return false;
+}
+
+void world_exempt_clear(void) {
+    for (int i = 0; i < WORLD_EXEMPT_MAX; i++)
+        atomic_store(&world_state.exempt[i], 0);
+}
+
 /* Lists /proc/self/task and asks every thread not asked yet in this epoch. Returns how many
  * were new, or -errno. */
 static long ask_new(int dirfd, int pid, long self) {
@@ -294,7 +320,7 @@ static long ask_new(int dirfd, int pid, long self) {
                 continue;
             for (; *c >= '0' && *c <= '9'; c++)
                 tid = tid * 10 + (*c - '0');
-            if (tid == self || lookup((int32_t)tid))
+            if (tid == self || lookup((int32_t)tid) || exempt((int32_t)tid))
                 continue;
             struct slot *s = add((int32_t)tid);
             if (!s)

@@ -32,6 +32,12 @@ size_t world_count(void);             /* parked threads (the caller is not one o
 const struct world_thread *world_thread_at(size_t i);
 void world_resume(void);
 int world_park_signal(void);          /* the signal number used to park */
+/* The calling thread (one of Oscar's own, that holds no lock and no pointer of the program's)
+ * is left running by every stop from now on. false: the table (WORLD_EXEMPT_MAX) is full.
+ * _clear: none is (a fork child: the threads were the parent's). */
+#define WORLD_EXEMPT_MAX 16
+bool world_exempt_self(void);
+void world_exempt_clear(void);
 void world_unblockable(sigset_t *set); /* removes the park signal from a mask the program sets */
 /* The program's sigaction for the park signal (export/export_signal.c): recorded, ours stays
  * installed; a park signal that is not a request of ours goes on to it. 1, or 0 before

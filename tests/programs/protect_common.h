@@ -21,8 +21,21 @@
 
 static int control;
 
+/* PROTECT_BALLAST_KIB=N: first N KiB of live objects of 16-4096 bytes, never freed, that
+ * point to nothing (a heap of many pages: a mark then shares its reading among its team's
+ * threads, scan/team.h, and the object that holds a root test's pointer lies past them). */
+static inline void ballast(void) {
+    const char *kib = getenv("PROTECT_BALLAST_KIB");
+    size_t left = kib ? (size_t)strtoul(kib, NULL, 10) << 10 : 0;
+    for (size_t size = 16; left >= size; size = size >= 4096 ? 16 : size * 2) {
+        memset(malloc(size), 0x22, size);
+        left -= size;
+    }
+}
+
 static inline void protect_test_init(int argc, char **argv) {
     test_init();
+    ballast();
     for (int i = 1; i < argc; i++)
         control |= strcmp(argv[i], "control") == 0;
 }
