@@ -27,6 +27,10 @@ MARKS = {"stop": {"OSCAR_MARK": "stop"},
          # ... with the world stopped, the heap (4 MiB of ballast, 64 pages) read by four
          # threads, the marking one and three helpers (scan/team.h)
          "team": {"OSCAR_MARK": "stop", "OSCAR_MARK_THREADS": "4", "PROTECT_BALLAST_KIB": "4096"},
+         # ... concurrent, the last stop's written pages read by the team
+         "concurrent-team": {"OSCAR_MARK": "auto", "OSCAR_MARK_CONCURRENT_MIB": "0",
+                             "OSCAR_MARK_PAUSE_MS": "0", "OSCAR_MARK_THREADS": "4",
+                             "PROTECT_BALLAST_KIB": "4096"},
          "concurrent": {"OSCAR_MARK": "auto", "OSCAR_MARK_CONCURRENT_MIB": "0",
                         "OSCAR_MARK_PAUSE_MS": "0"}}
 
@@ -55,6 +59,8 @@ def assert_mark_kind(stats, mark):
             assert stats["scan_team_rounds"] > 0, stats
     elif write_tracking_works():
         assert stats["scan_concurrent_rounds"] > 0, stats
+        if mark == "concurrent-team":
+            assert stats["scan_team_rounds"] > 0, stats
 
 ROOTS = [
     ("protect_root_global", []),          # (a) a global / bss variable

@@ -536,8 +536,10 @@ static void scan_written(uintptr_t lo, uintptr_t hi, size_t used, size_t *done) 
                 uintptr_t from = a > b ? a : b, to = hi < e ? hi : e;
                 if (to > next)
                     to = next;
-                mark_state.obj = b;
-                mark_state.obj_size = hp->large_size;
+                if (unlikely(mark_state.dangling)) {
+                    mark_state.obj = b;
+                    mark_state.obj_size = hp->large_size;
+                }
                 if (from < to)
                     scan(from, to);
             }
@@ -800,10 +802,9 @@ static void team_ready(void) {
 }
 
 __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintptr_t *saved) {
-    if (concurrent_request())
-        return;
-    team_ready();
-    mark_here(saved);
+    team_ready(); /* (here: the marker thread's stops use the team too) */
+    if (!concurrent_request())
+        mark_here(saved);
 }
 
 /* Freeze the world against forks (see `stopping`) and stop it. 0 or -errno; on success the
@@ -893,6 +894,8 @@ static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
 enum { CM_UNKNOWN, CM_OFF }; /* CM_OFF: marks are not concurrent here (no tracking, no thread) */
 #define MARKER_STACK (1UL << 20)
 #define RUNS_MAX 512
+#define PIECES_MAX 65536 /* 4 GiB of written heap pages per batch */
+#define PIECES_CHUNK 1 /* (a claim per 64 KiB page read costs nothing beside it) */
 #define PRECLEAN_ROUNDS 1 /* (two: scanstress 30% slower, hardly shorter stops) */
 #define GROWTH_MIN_PAGES 16 /* 1 MiB */
 
@@ -939,6 +942,11 @@ static struct {
 /* The concurrent mark's tables (all zero: .bss, apart from cm_state's initialised fields). */
 static struct {
     struct wtrack_run runs[RUNS_MAX]; /* PAGEMAP_SCAN's answers (marker only) */
+    /* The written runs of a round's last stop cut at heap page boundaries, for the team
+     * (scan/team.h): pieces [0, npieces); the team's jobs read them (1 MiB of .bss, touched
+     * only as far as used). */
+    struct { uintptr_t lo, hi; } pieces[PIECES_MAX];
+    size_t npieces;
 } cm_buf_state;
 
 static void say_stopped_marks(int err) {
@@ -1004,6 +1012,62 @@ static long rescan_written(int pagemap_fd, size_t used, bool reprotect) {
     return total;
 }
 
+/* A team job: pieces [first, last) of cm_buf_state.pieces. */
+static void pieces_job(size_t first, size_t last) {
+    size_t done_page = (size_t)-1; /* (another thread may read the same small page: harmless) */
+    for (size_t k = first; k < last; k++)
+        scan_written(cm_buf_state.pieces[k].lo, cm_buf_state.pieces[k].hi, mark_state.used,
+                     &done_page);
+    flush_scanned();
+}
+
+/* The pieces listed so far, read by the team; with the first batch, the roots, by this
+ * thread while the helpers read pieces (nex: not_roots; *err: roots_for_each's). */
+static void pieces_flush(size_t nex, bool *roots_read, int *err) {
+    team_begin(pieces_job, cm_buf_state.npieces, PIECES_CHUNK);
+    if (!*roots_read) {
+        *err = roots_for_each(scan_root, NULL, mark_state.ex, nex, 0);
+        mark_state.name = NULL;
+        *roots_read = true;
+    }
+    team_finish();
+    cm_buf_state.npieces = 0;
+}
+
+/* The last stop's roots and rescan_written (without reprotecting), shared by the team: the
+ * written runs are cut into pieces of one heap page at most, read a batch at a time by all,
+ * the first batch beside the roots. The number of written runs, or -1 as there. */
+static long rescan_written_team(int pagemap_fd, size_t used, size_t nex, int *err) {
+    uintptr_t from = ph.lo, hi = ph_page_base(used);
+    long total = 0;
+    bool roots_read = false;
+    mark_state.used = used;
+    cm_buf_state.npieces = 0;
+    while (from < hi) {
+        long n = wtrack_written(pagemap_fd, &from, hi, cm_buf_state.runs, RUNS_MAX, false);
+        if (n < 0) {
+            pieces_flush(nex, &roots_read, err); /* (the caller reads all pages again) */
+            return -1;
+        }
+        for (long k = 0; k < n; k++)
+            for (uintptr_t a = cm_buf_state.runs[k].lo, e = cm_buf_state.runs[k].hi; a < e;) {
+                uintptr_t next = ph_page_base(ph_index(a) + 1);
+                if (next > e)
+                    next = e;
+                if (cm_buf_state.npieces == PIECES_MAX)
+                    pieces_flush(nex, &roots_read, err);
+                cm_buf_state.pieces[cm_buf_state.npieces].lo = a;
+                cm_buf_state.pieces[cm_buf_state.npieces++].hi = next;
+                a = next;
+            }
+        total += n;
+        if (n < RUNS_MAX && from < hi && n == 0)
+            break;
+    }
+    pieces_flush(nex, &roots_read, err);
+    return total;
+}
+
 /* One concurrent round, on the marker thread. false: the trackers are not open (the caller
  * runs a stopped round, which opens them) or cannot protect the heap; nothing was changed. */
 static bool concurrent_round(void) {
@@ -1050,10 +1114,17 @@ static bool concurrent_round(void) {
     }
     /* Stopped: every root; the written pages; the pages handed out since the round began.
      * (Locks held: the world lock only. The parked threads may hold any other.) */
-    err = roots_for_each(scan_root, NULL, mark_state.ex, nex, 0);
-    mark_state.name = NULL;
-    if (!err && !lost)
-        lost = rescan_written(cm_state.pm, tracked, false) < 0;
+    bool team = !mark_state.dangling && team_helpers() && !lost;
+    mark_state.threads = team ? 1 + team_helpers() : 1;
+    if (team) {
+        stats_add(STAT_SCAN_TEAM_ROUNDS, 1);
+        lost = rescan_written_team(cm_state.pm, tracked, nex, &err) < 0;
+    } else {
+        err = roots_for_each(scan_root, NULL, mark_state.ex, nex, 0);
+        mark_state.name = NULL;
+        if (!err && !lost)
+            lost = rescan_written(cm_state.pm, tracked, false) < 0;
+    }
     size_t now = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     if (!err)
         scan_heap(lost ? 0 : tracked, now, now);
