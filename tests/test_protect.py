@@ -251,3 +251,21 @@ def test_pages_of_a_size_go_back_for_other_sizes(runner, tmp_path):
     base = parse_values(runner.glibc("protect_phases", timeout=300).stdout)["peak_rss_mib"]
     assert peak <= max(1.5 * base, base + 12), (peak, base)
     assert stats_of(tmp_path)["pages_given_back"] > 0
+
+
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
+def test_one_thread_calls_after_marks(runner, tmp_path, mark):
+    """unshare(CLONE_NEWUSER) needs a process of one thread (EINVAL otherwise). Marks had
+    started threads of Oscar's own (the team's helpers; with concurrent marks, the marker):
+    they leave first, so the call works as under glibc, and the marks after it start them
+    again. Before export/export_ns.c: 'unshare -1 Invalid argument', 'threads 2' (3)."""
+    native = runner.glibc("protect_single_thread")
+    if not native.stdout.startswith("unshare 0"):
+        pytest.skip("user namespaces are not allowed here: " + native.stdout.splitlines()[0])
+    env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), OSCAR_MARK_THREADS="2",
+               **{k: v for k, v in MARKS[mark].items()})
+    res = runner.oscar("protect_single_thread", env=env, timeout=120)
+    assert res.returncode == 0 and res.stdout == native.stdout, res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_team_rounds"] > 0, s
+    assert_mark_kind(s, mark)

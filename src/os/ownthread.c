@@ -1,6 +1,7 @@
 /* ownthread: see ownthread.h. */
 #define _GNU_SOURCE
 #include "os/ownthread.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -26,4 +27,15 @@ int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
     pthread_attr_destroy(&attr);
     errno = saved;
     return err;
+}
+
+bool os_thread_gone(long tid, uint64_t timeout_ns) {
+    _Atomic uint32_t nap = 0;
+    for (uint64_t t0 = os_monotonic_ns();;) {
+        if (os_tgkill(os_getpid(), tid, 0) == ESRCH) /* (ESRCH once the kernel released it) */
+            return true;
+        if (os_monotonic_ns() - t0 > timeout_ns)
+            return false;
+        os_futex_wait(&nap, 0, 50 * 1000); /* (a 50 us nap) */
+    }
 }

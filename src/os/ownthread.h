@@ -5,10 +5,15 @@
 #ifndef OSCAR_OS_OWNTHREAD_H
 #define OSCAR_OS_OWNTHREAD_H
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* 0 or an errno value. Calls libc's pthread_create, which allocates (its thread descriptor's
  * DTV): never call it while holding one of Oscar's locks. */
 int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
                     const sigset_t *open, const char *name);
+/* Wait until thread tid of this process is gone (released by the kernel: no longer counted
+ * among the process's threads), at most timeout_ns. false on timeout. */
+bool os_thread_gone(long tid, uint64_t timeout_ns);
 #endif

@@ -924,6 +924,9 @@ static struct {
     atomic_bool go_concurrent, stopped_once;
     atomic_int state;         /* CM_*: the marker thread and write tracking work */
     atomic_int started;       /* the marker thread was started in this process */
+    _Atomic int32_t tid;      /* its thread id (it sets it; 0 before) */
+    void *stack;              /* its stack (MARKER_STACK bytes of metadata, once) */
+    atomic_bool quit;         /* mark_threads_quit: it leaves at its next wake-up */
     _Atomic uint32_t want;    /* rounds asked for (futex word; the marker waits on it) */
     _Atomic uint32_t done;    /* rounds finished (futex word; an urgent free waits on it) */
     /* Kept open from one round to the next (opened with the world stopped: see wtrack.h),
@@ -1158,11 +1161,14 @@ static int open_trackers_stopped(void) {
 static void *marker_main(void *arg) {
     (void)arg;
     in_mark = 1; /* (this thread does nothing else) */
+    atomic_store(&cm_state.tid, (int32_t)os_gettid());
     for (;;) {
         uint32_t d = atomic_load(&cm_state.done);
         while (atomic_load(&cm_state.want) == d)
             os_futex_wait(&cm_state.want, d, 0);
         uint32_t w = atomic_load(&cm_state.want);
+        if (atomic_load(&cm_state.quit))
+            return NULL;
         if (!atomic_exchange_explicit(&mark_state.marking, 1, memory_order_acquire)) {
             int err = open_trackers_stopped();
             if (err || !concurrent_round()) {
@@ -1248,7 +1254,9 @@ static bool marker_started(void) {
         return false; /* another thread is starting it: mark here this time */
     bool ok = false;
     int err;
-    void *stack = os_alloc_meta(MARKER_STACK, &err); /* (metadata: never a root) */
+    if (!cm_state.stack) /* (metadata: never a root; reused by a fork child, or a restart) */
+        cm_state.stack = os_alloc_meta(MARKER_STACK, &err);
+    void *stack = cm_state.stack;
     if (stack) {
         sigset_t open;
         sigemptyset(&open);
@@ -1264,6 +1272,32 @@ static bool marker_started(void) {
         say_stopped_marks(EAGAIN);
     }
     atomic_flag_clear(&cm_state.starting);
+    return ok;
+}
+
+bool mark_threads_quit(void) {
+    /* Holding the mark: a round in progress ends first, and none begins. */
+    while (atomic_exchange_explicit(&mark_state.marking, 1, memory_order_acquire))
+        os_yield();
+    bool ok = team_quit();
+    while (atomic_flag_test_and_set(&cm_state.starting))
+        os_yield(); /* (a marker_started in progress ends first) */
+    if (atomic_load(&cm_state.started)) {
+        int32_t tid;
+        atomic_store(&cm_state.quit, true);
+        atomic_fetch_add(&cm_state.want, 1);
+        os_futex_wake(&cm_state.want, 1);
+        while (!(tid = atomic_load(&cm_state.tid)))
+            os_yield(); /* (started, not yet running: it will see quit) */
+        ok &= os_thread_gone(tid, 1000000000ull);
+        atomic_store(&cm_state.tid, 0);
+        atomic_store(&cm_state.quit, false);
+        atomic_store(&cm_state.done, atomic_load(&cm_state.want));
+        os_futex_wake(&cm_state.done, 1 << 30);
+        atomic_store(&cm_state.started, 0); /* (the next concurrent round starts another) */
+    }
+    atomic_flag_clear(&cm_state.starting);
+    atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
     return ok;
 }
 

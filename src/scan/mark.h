@@ -20,6 +20,11 @@ void mark_run(void);
 void mark_wait(void);
 /* Reads the mark's settings. */
 void mark_init(void);
+/* The program needs a process of one thread (unshare(CLONE_NEWUSER), setns into a user
+ * namespace): Oscar's own threads (the marker, the team's helpers) leave, and this returns
+ * once they are gone; marks after it start them again. false: one was still there after
+ * ~1 s. */
+bool mark_threads_quit(void);
 /* fork. prepare: false when the forking thread is the marking thread (a signal handler
  * interrupted the mark): then the caller must take no lock (parked threads may hold them).
  * A mark in progress on another thread is not waited for: child undoes it in the child. */

@@ -16,6 +16,7 @@
 
 #pragma weak world_exempt_self
 #pragma weak world_exempt_clear
+#pragma weak world_exempt_drop
 #pragma weak world_park_signal
 
 #define TEAM_MAX 15                  /* helpers at most (OSCAR_MARK_THREADS caps at 16) */
@@ -30,6 +31,8 @@ static struct {
     atomic_bool failed;            /* a helper could not start: no more tries here */
     atomic_flag starting;          /* team_start in progress (test and set) */
     void *stack[TEAM_MAX];         /* their stacks (metadata; a fork child reuses them) */
+    _Atomic int32_t tid[TEAM_MAX]; /* theirs (each sets its own; 0 before) */
+    atomic_bool quit;              /* team_quit: the helpers leave at their next wake-up */
     _Atomic uint32_t wake;         /* futex: bumped for every job the helpers are woken for */
     _Atomic uint64_t claim;        /* job number << 48 | chunks << 24 | next chunk */
     _Atomic uint32_t done;         /* futex: chunks of the current job finished */
@@ -70,7 +73,7 @@ static void work(void) {
 }
 
 static void *helper_main(void *arg) {
-    (void)arg;
+    atomic_store(&team_state.tid[(uintptr_t)arg], (int32_t)os_gettid());
     if (world_exempt_self)
         world_exempt_self(); /* (full table: stops park this thread, and the caller does all) */
     uint32_t seen = atomic_load(&team_state.wake);
@@ -79,8 +82,13 @@ static void *helper_main(void *arg) {
         while ((w = atomic_load(&team_state.wake)) == seen)
             os_futex_wait(&team_state.wake, seen, 0);
         seen = w;
+        if (atomic_load(&team_state.quit))
+            break;
         work();
     }
+    /* (A tid the kernel may give to a thread of the program's next must not stay exempt.) */
+    if (world_exempt_drop)
+        world_exempt_drop();
     return NULL;
 }
 
@@ -98,7 +106,9 @@ unsigned team_start(void) {
         int err;
         if (!team_state.stack[i])
             team_state.stack[i] = os_alloc_meta(TEAM_STACK, &err);
-        if (!team_state.stack[i] || os_thread_start(helper_main, NULL, team_state.stack[i],
+        atomic_store(&team_state.tid[i], 0);
+        if (!team_state.stack[i] || os_thread_start(helper_main, (void *)(uintptr_t)i,
+                                                    team_state.stack[i],
                                                     TEAM_STACK, &open, "oscar-team") != 0) {
             atomic_store(&team_state.failed, true);
             break;
@@ -139,6 +149,28 @@ void team_finish(void) {
         else
             os_futex_wait(&team_state.done, d, 1000 * 1000);
     }
+}
+
+bool team_quit(void) {
+    while (atomic_flag_test_and_set(&team_state.starting))
+        os_yield(); /* (a team_start in progress ends first) */
+    unsigned n = team_helpers();
+    bool ok = true;
+    if (n) {
+        atomic_store(&team_state.quit, true);
+        atomic_fetch_add(&team_state.wake, 1);
+        os_futex_wake(&team_state.wake, INT_MAX);
+        for (unsigned i = 0; i < n; i++) {
+            int32_t tid;
+            while (!(tid = atomic_load(&team_state.tid[i])))
+                os_yield(); /* (started, not yet running: it will see quit) */
+            ok &= os_thread_gone(tid, 1000000000ull);
+        }
+        atomic_store(&team_state.running, 0);
+        atomic_store(&team_state.quit, false);
+    }
+    atomic_flag_clear(&team_state.starting);
+    return ok;
 }
 
 void team_fork_child(void) {

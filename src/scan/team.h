@@ -30,6 +30,10 @@ unsigned team_wanted(void);
  * every chunk is done. Without helpers, team_finish does the whole job. One job at a time. */
 void team_begin(team_job job, size_t n, size_t chunk);
 void team_finish(void);
+/* Make the helpers leave and wait until they are gone (the program asks for a process of one
+ * thread: unshare(CLONE_NEWUSER)); a later team_start starts them again. No job may be in
+ * progress (the caller holds the mark). false: one was still there after ~1 s per helper. */
+bool team_quit(void);
 /* A fork child: no helper of the parent's exists here. */
 void team_fork_child(void);
 #endif

@@ -288,6 +288,14 @@ bool world_exempt_self(void) {
     return false;
 }
 
+void world_exempt_drop(void) {
+    int32_t tid = (int32_t)os_gettid();
+    for (int i = 0; i < WORLD_EXEMPT_MAX; i++) {
+        int32_t t = tid;
+        atomic_compare_exchange_strong(&world_state.exempt[i], &t, 0);
+    }
+}
+
 void world_exempt_clear(void) {
     for (int i = 0; i < WORLD_EXEMPT_MAX; i++)
         atomic_store(&world_state.exempt[i], 0);

@@ -37,6 +37,7 @@ int world_park_signal(void);          /* the signal number used to park */
  * _clear: none is (a fork child: the threads were the parent's). */
 #define WORLD_EXEMPT_MAX 16
 bool world_exempt_self(void);
+void world_exempt_drop(void); /* the calling thread no longer is (it is about to exit) */
 void world_exempt_clear(void);
 void world_unblockable(sigset_t *set); /* removes the park signal from a mask the program sets */
 /* The program's sigaction for the park signal (export/export_signal.c): recorded, ours stays
