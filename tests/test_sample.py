@@ -137,3 +137,17 @@ def test_report_of_unsampled_object_is_whole(runner, rate):
     report = assert_report(res, signal.SIGABRT, r"oscar: double-free on address 0x[0-9a-f]+")
     assert report[-1] == ("(protect mode keeps allocation and free stacks only for sampled "
                           "objects: OSCAR_SAMPLE_RATE)"), res.describe()
+
+
+def test_sampled_objects_are_counted(runner, tmp_path):
+    """A sampled object is an allocation and its free a free: stats_1000_mallocs makes exactly
+    1000 of each. Before the fix a sampled one was left out of both counts (999 and 999 in one
+    run of 20 at the default rate: test_stats_and_no_mark_for_small_programs failed so)."""
+    stats = tmp_path / "stats.json"
+    env = {"OSCAR_MODE": "protect", "OSCAR_SAMPLE_RATE": "3", "OSCAR_STATS_FILE": str(stats)}
+    res = runner.oscar("stats_1000_mallocs", env=env)
+    assert res.returncode == 0, res.describe()
+    s = json.loads(stats.read_text())
+    assert s["sampled_objects"] > 100, s
+    assert s["allocations"] >= 1000 and s["frees"] >= 1000, s
+    assert s["live_objects"] == s["allocations"] - s["frees"], s

@@ -248,6 +248,7 @@ void *sample_alloc(size_t size) {
     atomic_store_explicit(&r->state, SLOT_LIVE, memory_order_release);
     atomic_fetch_add_explicit(&sample_state.live, 1, memory_order_relaxed);
     stats_add(STAT_SAMPLED_OBJECTS, 1);
+    stats_fold(1, 0, 1, 0, 0); /* (an allocation like any other: objects of 4 KiB at most) */
     return (void *)start_of(i, size);
 }
 
@@ -275,6 +276,7 @@ void sample_free(void *p, int who) {
     if (!sample_state.guards || os_guard((void *)page_of(i), OSCAR_PAGE) != 0)
         os_revoke((void *)page_of(i), OSCAR_PAGE);
     atomic_fetch_sub_explicit(&sample_state.live, 1, memory_order_relaxed);
+    stats_fold(0, 1, 0, 0, 0);
     slot_done(i);
 }
 
