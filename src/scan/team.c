@@ -22,7 +22,7 @@
 #define TEAM_MAX 15                  /* helpers at most (OSCAR_MARK_THREADS caps at 16) */
 #define TEAM_STACK (256UL << 10)     /* a job's frames: the scan's 4 KiB buffers and little else */
 #define FIELD ((1ULL << 24) - 1)     /* a 24-bit field of `claim` */
-#define SPIN 20000                   /* pauses the caller spins before it sleeps (~0.1-0.5 ms) */
+#define SPIN 2000                    /* pauses the caller spins before it sleeps (~0.1 ms) */
 
 /* All of team's state. */
 static struct {
