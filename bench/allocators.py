@@ -73,6 +73,9 @@ EXTRA = [
     Allocator("oscar-protect-stop", OSCAR, {"OSCAR_MODE": "protect", "OSCAR_MARK": "stop"},
               note="protect mode, every mark with the world stopped (OSCAR_MARK=stop: what "
                    "kernels before 6.7 get)"),
+    Allocator("oscar-protect-1thread", OSCAR, {"OSCAR_MODE": "protect", "OSCAR_MARK_THREADS": "1"},
+              note="protect mode, every mark read by the marking thread alone "
+                   "(OSCAR_MARK_THREADS=1: no helper thread, what a process on one CPU gets)"),
 ]
 
 # --ablation: Oscar with one optimisation at a time: the shadow batch size (OSCAR_RUN_PAGES:

@@ -15,7 +15,7 @@ import os
 import measure
 
 # allocators whose marks are measured, when the run has them
-PAUSE_ALLOCATORS = ("oscar-protect", "oscar-protect-stop", "markus")
+PAUSE_ALLOCATORS = ("oscar-protect", "oscar-protect-stop", "oscar-protect-1thread", "markus")
 AVERAGE_NODE = 144  # bytes: scanstress's nodes are 32..256 B
 
 
