@@ -29,7 +29,7 @@ static void count_alloc(void) {
 }
 
 size_t large_capacity(uintptr_t a, uint64_t e) {
-    size_t pages = large_len(entry_payload(e)) >> OSCAR_PAGE_SHIFT;
+    size_t pages = large_len(large_size(e)) >> OSCAR_PAGE_SHIFT;
     for (uintptr_t p = a + (pages << OSCAR_PAGE_SHIFT); region_contains(p); p += OSCAR_PAGE) {
         uint64_t f = region_load(p);
         if (entry_kind(f) != PK_LARGE_TAIL || entry_payload(f) != pages)
@@ -187,16 +187,44 @@ void *large_alloc_room(size_t size, size_t len) {
     return alloc_pages(size, len, OSCAR_PAGE, false);
 }
 
-/* The first page of the guard-revoked large object that page p belongs to, or 0. */
+/* Is e the first page's entry of a settled freed large object that is still guarded (large.h)?
+ * Its pages, large_capacity's, are all its own: a chunk holding some of them is never
+ * reclaimed before it is PK_LARGE_FREED. (Not so for a PK_LARGE_FREED one: its pages in a
+ * chunk reclaimed and handed out again since may be a new object's.) */
+static bool settled_guarded(uint64_t e) {
+    return entry_kind(e) == PK_LARGE_GUARDED && !(e & LARGE_FREEING);
+}
+
+/* The first page of the large object that page p belongs to (p if it is not a tail). */
+static uintptr_t head_of(uintptr_t p) {
+    uint64_t e = region_load(p);
+    return entry_kind(e) == PK_LARGE_TAIL ? p - (entry_payload(e) << OSCAR_PAGE_SHIFT) : p;
+}
+
+/* The first page of the settled guarded large object that page p belongs to, or 0. */
 static uintptr_t dead_head(uintptr_t p) {
     if (!region_contains(p))
         return 0;
-    uint64_t e = region_load(p);
-    if (entry_kind(e) == PK_LARGE_TAIL) {
-        p -= entry_payload(e) << OSCAR_PAGE_SHIFT;
-        e = region_load(p);
+    p = head_of(p);
+    return region_contains(p) && settled_guarded(region_load(p)) ? p : 0;
+}
+
+/* Replace the settled guarded objects of [lo, hi) by PROT_NONE memory and mark them so. Any
+ * thread may do this at any time, and two may at once (a free's dead stretch and the
+ * sweep): the pages are nobody's, PROT_NONE twice is PROT_NONE, and each mark is a CAS from
+ * the entry read, so none lands on an entry that changed since. */
+static bool make_none(uintptr_t lo, uintptr_t hi) {
+    long delta = shadow_revoke_delta(lo, hi - OSCAR_PAGE);
+    if (maplimit_defer(delta) || os_revoke((void *)lo, hi - lo) != 0)
+        return false;
+    maplimit_add(delta);
+    for (uintptr_t p = lo; p < hi;) {
+        uint64_t e = region_load(p);
+        if (settled_guarded(e))
+            atomic_compare_exchange_strong(region_entry(p), &e, entry_with_kind(e, PK_LARGE_FREED));
+        p += large_capacity(p, e);
     }
-    return entry_kind(e) == PK_LARGE_GUARDED ? p : 0;
+    return true;
 }
 
 /* Guarded pages stay in their private mapping, with page-table entries of their own. Once
@@ -209,7 +237,7 @@ static void retire_dead_stretch(uintptr_t a, size_t len) {
         lo = h;
     for (int i = 0; i < 64 && region_contains(hi); i++) {
         uint64_t e = region_load(hi);
-        if (entry_kind(e) != PK_LARGE_GUARDED)
+        if (!settled_guarded(e))
             break;
         hi += large_capacity(hi, e);
     }
@@ -217,54 +245,74 @@ static void retire_dead_stretch(uintptr_t a, size_t len) {
      * costs a new mapping waits for 2 MiB, one that costs none for 256 KiB (else every
      * free at the end of a mapping would pay a second system call). */
     long delta = shadow_revoke_delta(lo, hi - OSCAR_PAGE);
-    if ((delta > 0 && hi - lo < (2UL << 20)) || (delta == 0 && hi - lo < (256UL << 10)) ||
-        maplimit_defer(delta))
+    if ((delta > 0 && hi - lo < (2UL << 20)) || (delta == 0 && hi - lo < (256UL << 10)))
         return;
-    if (os_revoke((void *)lo, hi - lo) != 0)
-        return;
-    maplimit_add(delta);
-    for (uintptr_t p = lo; p < hi;) {
-        uint64_t e = region_load(p);
-        region_store(p, entry_with_kind(e, PK_LARGE_FREED));
-        p += large_capacity(p, e);
+    make_none(lo, hi);
+}
+
+/* A chunk of carved objects seldom becomes a dead stretch above (a free looks at 64 objects
+ * each way, and a stretch inside a slab's mapping splits it, so it waits for 2 MiB): the
+ * sweep retires it. It holds the reclaim lock, for its own state; what makes this safe is
+ * that it touches only settled guarded objects, which their freeing threads let go of. */
+bool large_retire_chunk(uintptr_t lo, uintptr_t hi) {
+    uintptr_t p = head_of(lo), run = 0;
+    if (p < lo && !(region_contains(p) && settled_guarded(region_load(p))))
+        p = lo; /* (a tail of an object that is not ours to touch: left as it is below) */
+    bool ok = true;
+    while (p < hi || run) {
+        uint64_t e = p < hi ? region_load(p) : 0;
+        if (p < hi && settled_guarded(e)) {
+            run = run ? run : p;
+            p += large_capacity(p, e); /* (may end past hi: the object goes whole) */
+            continue;
+        }
+        if (run)
+            ok &= make_none(run, p);
+        run = 0;
+        p += OSCAR_PAGE;
     }
+    return ok;
 }
 
 #define FAST_BATCH_MAX (32UL << 10)
 
+/* The freed object at a (its entry marked LARGE_FREEING by us) now carries its guard
+ * markers (len bytes of pages): settled. */
 void large_batch_revoked(uintptr_t a, size_t len) {
+    region_store(a, entry_with_kind(region_load(a) & ~LARGE_FREEING, PK_LARGE_GUARDED));
     stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
     retire_dead_stretch(a, len);
 }
 
-/* The freed object at a (marked PK_LARGE_FREED, len bytes of pages) becomes PROT_NONE;
- * delta: the mappings that adds, counted before it was marked. */
-static void revoke_freed(uintptr_t a, size_t len, long delta) {
+/* The freed object at a (entry e, marked PK_LARGE_FREED and LARGE_FREEING by us, len bytes
+ * of pages) becomes PROT_NONE, and settled; delta: the mappings that adds, counted before
+ * it was marked. */
+static void revoke_freed(uintptr_t a, uint64_t e, size_t len, long delta) {
     if (os_revoke((void *)a, len) != 0) {
         /* Cannot split the mapping: the pages stay, never reused; still a double free
          * if freed again. */
         maplimit_on_enomem();
-        return;
+    } else {
+        maplimit_add(delta);
+        stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
     }
-    maplimit_add(delta);
-    stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
+    region_store(a, entry_with_kind(e, PK_LARGE_FREED));
 }
 
 /* A freed object with a mapping of its own (carved ones share their slab's): its pages go
- * to the keep for the next large objects, then its addresses are revoked. It is marked
- * PK_LARGE_FREED, not guarded, while they move: another thread's free must not take it
- * into a PROT_NONE dead stretch (retire_dead_stretch) before they have. */
+ * to the keep for the next large objects, then its addresses are revoked. Marked
+ * LARGE_FREEING while they move: a dead stretch or the reclaim sweep that made them
+ * PROT_NONE now would hand that to the next object that takes them from the keep. */
 static bool free_to_keep(uintptr_t a, uint64_t e, size_t len) {
     long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
-    if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_FREED)))
+    if (!atomic_compare_exchange_strong(region_entry(a), &e,
+                                        entry_with_kind(e, PK_LARGE_FREED) | LARGE_FREEING))
         return false;
     keep_put(a, len);
-    if (os_guards_usable() && os_guard((void *)a, len) == 0) {
-        region_store(a, entry_with_kind(e, PK_LARGE_GUARDED));
+    if (os_guards_usable() && os_guard((void *)a, len) == 0)
         large_batch_revoked(a, len);
-    } else {
-        revoke_freed(a, len, delta);
-    }
+    else
+        revoke_freed(a, e, len, delta);
     return true;
 }
 
@@ -282,35 +330,36 @@ static bool free_object(uintptr_t a, uint64_t e, bool keep) {
         bool batch = packed_mode && entry_payload(e) <= FAST_BATCH_MAX;
         if (batch)
             packed_poison(a, (entry_payload(e) + 7) & ~7UL);
-        /* Guard markers drop the pages and fault every access, without a new mapping. */
-        if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_GUARDED)))
+        /* Guard markers drop the pages and fault every access, without a new mapping. Marked
+         * LARGE_FREEING until they are installed (now, or with the retire queue). */
+        uint64_t freeing = entry_with_kind(e, PK_LARGE_GUARDED) | LARGE_FREEING;
+        if (!atomic_compare_exchange_strong(region_entry(a), &e, freeing))
             return false;
-        if (batch && packed_retire_later(a, entry_with_kind(e, PK_LARGE_GUARDED), len))
+        if (batch && packed_retire_later(a, freeing, len))
             return true;
         if (os_guard((void *)a, len) == 0) {
             large_batch_revoked(a, len);
             return true;
         }
-        /* Refused: take the mmap path, unless another thread's free revoked it meanwhile
-         * (a dead stretch around it). */
-        uint64_t marked = entry_with_kind(e, PK_LARGE_GUARDED);
-        if (!atomic_compare_exchange_strong(region_entry(a), &marked, e))
-            return true;
+        region_store(a, e); /* refused: the mmap path (the marked entry was ours alone) */
     }
     long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
     if (maplimit_degraded()) {
         /* Near the limit, PROT_NONE here would split a mapping now or leave a gap that
          * isolates the next large object: drop the memory and keep the pages mapped
          * (never reused; a late access reads zeros instead of faulting). */
-        if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_GUARDED)))
+        uint64_t guarded = entry_with_kind(e, PK_LARGE_GUARDED);
+        if (!atomic_compare_exchange_strong(region_entry(a), &e, guarded | LARGE_FREEING))
             return false;
         os_drop((void *)a, len);
+        region_store(a, guarded);
         stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
         return true;
     }
-    if (!atomic_compare_exchange_strong(region_entry(a), &e, entry_with_kind(e, PK_LARGE_FREED)))
+    if (!atomic_compare_exchange_strong(region_entry(a), &e,
+                                        entry_with_kind(e, PK_LARGE_FREED) | LARGE_FREEING))
         return false;
-    revoke_freed(a, len, delta);
+    revoke_freed(a, e, len, delta);
     return true;
 }
 
@@ -322,9 +371,11 @@ void large_revoke_now(uintptr_t a, uint64_t e) {
         large_batch_revoked(a, len);
         return;
     }
+    e &= ~LARGE_FREEING;
     long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
     if (maplimit_defer(delta) || os_revoke((void *)a, len) != 0) {
         os_drop((void *)a, len); /* never reused; a late access reads zeros, not old data */
+        region_store(a, e);
     } else {
         maplimit_add(delta);
         region_store(a, entry_with_kind(e, PK_LARGE_FREED));

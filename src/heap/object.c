@@ -3,6 +3,7 @@
 #include "heap/views.h"
 #include "mem/canon.h"
 #include "heap/packed.h"
+#include "heap/large.h"
 #include "heap/reclaim.h"
 #include "base/size_class.h"
 
@@ -71,11 +72,11 @@ struct object_info object_describe(uintptr_t addr) {
     case PK_LARGE:
     case PK_LARGE_FREED:
     case PK_LARGE_GUARDED:
-        if (entry_payload(e) == 0)
+        if (large_size(e) == 0)
             return o; /* the never-used rest of a carving chunk (large.c) */
         o.large = true;
         o.start = page;
-        o.size = entry_payload(e);
+        o.size = large_size(e);
         o.entry = e;
         o.state = entry_kind(e) == PK_LARGE ? OBJ_LIVE : OBJ_FREED;
         return o;

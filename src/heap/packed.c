@@ -270,18 +270,16 @@ static void page_finished(uint64_t e, bool revoked, bool idle) {
 static bool is_large(uint64_t e) { return entry_kind(e) == PK_LARGE_GUARDED; }
 
 /* The queued pages and large objects (only the pages whose memory goes back, if only_empty)
- * as ranges. A large object that a neighbour's free already replaced by PROT_NONE memory
- * (large.c) is left out and marked so in skip (by the pass with !only_empty). */
+ * as ranges. A queued large object's entry is as queued: marked LARGE_FREEING, so no other
+ * thread's dead stretch and no reclaim sweep touches it before this flush settles it
+ * (large.h). */
 static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, const bool *idle,
-                           bool only_empty, bool *skip) {
+                           bool only_empty) {
     unsigned n = 0;
     for (uint32_t i = 0; i < q->n; i++) {
         uint64_t e = q->entry[i];
         if (is_large(e)) {
-            if (only_empty)
-                continue; /* (its memory goes with its guard) */
-            skip[i] = entry_kind(region_load(q->page[i])) != PK_LARGE_GUARDED;
-            if (!skip[i])
+            if (!only_empty) /* (its memory goes with its guard) */
                 n = os_ranges_add(iov, n, q->page[i], large_capacity(q->page[i], e));
         } else if (!only_empty || ((e & QUEUED_EMPTY) && !idle[i])) {
             n = os_ranges_add_page(iov, n, q->page[i]);
@@ -298,17 +296,17 @@ static unsigned add_ranges(struct iovec *iov, const struct retire_queue *q, cons
  * Empty pages of reuse spans keep their memory (idle) while the idle budget lasts: they
  * are mapped again for new objects. False when the kernel cannot: the caller goes one
  * stretch at a time. */
-static bool guard_queue(struct retire_queue *q, bool *idle, bool *skip) {
+static bool guard_queue(struct retire_queue *q, bool *idle) {
     for (uint32_t i = 0; i < q->n; i++)
-        idle[i] = skip[i] = false;
+        idle[i] = false;
     if (!os_guards_usable() || !q->n)
         return false;
     for (uint32_t i = 0; i < q->n; i++)
         idle[i] = !is_large(q->entry[i]) && (q->entry[i] & QUEUED_EMPTY) &&
                   canon_span_of(entry_canon(q->entry[i]))->reuse && canon_idle_reserve();
     struct iovec *all = q->all, *empty = q->empty;
-    unsigned n_all = add_ranges(all, q, idle, false, skip);
-    unsigned n_empty = add_ranges(empty, q, idle, true, skip);
+    unsigned n_all = add_ranges(all, q, idle, false);
+    unsigned n_empty = add_ranges(empty, q, idle, true);
     for (uint32_t i = 0; i < q->n; i++)
         if (!is_large(q->entry[i]))
             region_store(q->page[i], entry_with_kind(q->entry[i] & ~QUEUED_EMPTY, PK_PACKED_GUARDED));
@@ -362,15 +360,15 @@ void packed_flush_retired(struct thread_cache *tc) {
     struct retire_queue *q = &tc->retire;
     uint32_t n = q->n;
     sort_queue(q);
-    bool idle[RETIRE_MAX], skip[RETIRE_MAX];
-    bool guarded = guard_queue(q, idle, skip);
+    bool idle[RETIRE_MAX];
+    bool guarded = guard_queue(q, idle);
     q->n = 0; /* (finishing the entries below frees nothing: it cannot refill the queue) */
     q->large_bytes = 0;
     for (uint32_t i = 0; i < n;) {
         if (is_large(q->entry[i])) {
-            if (guarded && !skip[i])
+            if (guarded)
                 large_batch_revoked(q->page[i], large_capacity(q->page[i], q->entry[i]));
-            else if (!guarded && entry_kind(region_load(q->page[i])) == PK_LARGE_GUARDED)
+            else
                 large_revoke_now(q->page[i], q->entry[i]);
             i++;
             continue;

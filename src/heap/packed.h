@@ -50,8 +50,9 @@ bool packed_is_live(uintptr_t a, uint64_t e);
 /* Overwrite bytes (a multiple of 8) at a with pointers into the poison window: what a
  * dangling pointer reads from freed memory that is not revoked yet. */
 void packed_poison(uintptr_t a, size_t bytes);
-/* Fast mode: queue a freed large object (entry e, already marked PK_LARGE_GUARDED, bytes
- * long) to be revoked with the thread's next batch; false: the caller revokes it now. */
+/* Fast mode: queue a freed large object (entry e, already marked PK_LARGE_GUARDED and
+ * LARGE_FREEING, bytes long) to be revoked with the thread's next batch, which settles it;
+ * false: the caller revokes it now. */
 bool packed_retire_later(uintptr_t a, uint64_t e, size_t bytes);
 /* Revoke the pages waiting on tc's retire queue (when it fills, and when the thread exits). */
 void packed_flush_retired(struct thread_cache *tc);

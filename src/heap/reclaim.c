@@ -2,6 +2,7 @@
 #include "heap/reclaim.h"
 #include "base/messages.h"
 #include "heap/views.h"
+#include "heap/large.h"
 #include "base/fmt.h"
 #include "os/os.h"
 #include "mem/region.h"
@@ -123,39 +124,51 @@ uintptr_t reclaim_next_page(uintptr_t p) {
     return p + OSCAR_PAGE;
 }
 
-/* Revoked for good: its entry will never change again but for a late report. */
-static bool page_dead(uintptr_t p, uint64_t e) {
+/* What a page, or a whole chunk, is to the sweep: revoked for good (its entries will never
+ * change again but for a late report), or dead but for settled guarded large objects
+ * (large.h: carved ones stay in their slab's mapping; large_retire_chunk makes them
+ * PROT_NONE), or still in use (a large object's free still under way counts as in use). */
+enum chunk_look { CHUNK_IS_LIVE, CHUNK_IS_GUARDED, CHUNK_IS_DEAD };
+
+static enum chunk_look page_dead(uintptr_t p, uint64_t e) {
     switch (entry_kind(e)) {
     case PK_NONE:
-        return e == ENTRY_ABANDONED;
+        return e == ENTRY_ABANDONED ? CHUNK_IS_DEAD : CHUNK_IS_LIVE;
     case PK_SMALL_FREED:
     case PK_PACKED_FREED:
+        return CHUNK_IS_DEAD;
     case PK_LARGE_FREED:
-        return true;
+        return e & LARGE_FREEING ? CHUNK_IS_LIVE : CHUNK_IS_DEAD;
+    case PK_LARGE_GUARDED:
+        return e & LARGE_FREEING ? CHUNK_IS_LIVE : CHUNK_IS_GUARDED;
     case PK_ARENA:
-    case PK_VIEW:
-        return entry_api_dead(e); /* a freed arena, a revoked view: PROT_NONE */
+    case PK_VIEW: /* a freed arena, a revoked view: PROT_NONE */
+        return entry_api_dead(e) ? CHUNK_IS_DEAD : CHUNK_IS_LIVE;
     case PK_LARGE_TAIL: {
         uintptr_t head = p - (entry_payload(e) << OSCAR_PAGE_SHIFT);
         if (!region_contains(head))
-            return false;
+            return CHUNK_IS_LIVE;
         uint64_t h = region_load(head);
-        return entry_kind(h) == PK_LARGE_FREED ||
-               (h == 0 && reclaim_is_reclaimed(head)); /* a long object's reclaimed head */
+        if (h == 0 && reclaim_is_reclaimed(head))
+            return CHUNK_IS_DEAD; /* a long object's reclaimed head */
+        return entry_kind(h) == PK_LARGE_FREED || entry_kind(h) == PK_LARGE_GUARDED
+                   ? page_dead(head, h)
+                   : CHUNK_IS_LIVE;
     }
     default:
-        return false;
+        return CHUNK_IS_LIVE;
     }
 }
 
-static bool chunk_dead(size_t i) {
+static enum chunk_look chunk_dead(size_t i) {
     uintptr_t base = chunk_base(i);
-    for (size_t k = 0; k < CHUNK_PAGES; k++) {
+    enum chunk_look look = CHUNK_IS_DEAD;
+    for (size_t k = 0; k < CHUNK_PAGES && look != CHUNK_IS_LIVE; k++) {
         uintptr_t p = base + (k << OSCAR_PAGE_SHIFT);
-        if (!page_dead(p, region_load(p)))
-            return false;
+        enum chunk_look l = page_dead(p, region_load(p));
+        look = l < look ? l : look;
     }
-    return true;
+    return look;
 }
 
 /* The entries and records (stacks, custom-allocator side records) of chunks [i, i + n), as
@@ -216,7 +229,11 @@ static void sweep(uintptr_t bump) {
             atomic_fetch_and(&reclaim_state.state[i], (uint8_t)~PENDING); /* a slice rest left unused */
             continue;
         }
-        if (!chunk_dead(i)) {
+        enum chunk_look look = chunk_dead(i);
+        if (look == CHUNK_IS_GUARDED &&
+            large_retire_chunk(chunk_base(i), chunk_base(i) + REGION_CHUNK))
+            look = chunk_dead(i); /* (again: what it did, and what changed meanwhile) */
+        if (look != CHUNK_IS_DEAD) {
             set_state(i, CHUNK_UNKNOWN);
             reclaim_state.pending[reclaim_state.w++] = (uint32_t)i;
         } else if (s == CHUNK_SEEN_DEAD) {

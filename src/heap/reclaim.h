@@ -7,7 +7,11 @@
  *
  * A *chunk* is a 2 MiB-aligned 2 MiB of the region (512 pages, one page of entries). It is
  * dead when every page in it is revoked for good: freed and PROT_NONE, or never to be
- * handed out (an abandoned slice rest or alignment gap, region_abandon). A sweep, run every
+ * handed out (an abandoned slice rest or alignment gap, region_abandon). Large objects
+ * carved from a thread's slab (large.c) are revoked by guard markers inside the slab's
+ * mapping and seldom become PROT_NONE on their own: a chunk that holds nothing else the
+ * sweep makes PROT_NONE itself first (large_retire_chunk), once their frees are over (large.h,
+ * LARGE_FREEING). A sweep, run every
  * SWEEP_EVERY bytes of region handed out by the thread that crosses the mark (a try-lock:
  * nobody waits), looks at a bounded number of chunks, cycling over those not reclaimed yet.
  * A chunk seen dead on two visits (whatever was finishing on it has finished) is reclaimed

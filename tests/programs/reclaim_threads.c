@@ -3,7 +3,9 @@
  * checking each before freeing it, and free some of the others' objects through a shared
  * exchange slot; the main thread forks children that churn and check on their own. Run with
  * a small OSCAR_VA_GIB, the region is used up and its reclaimed addresses handed out again
- * while all of this goes on. Prints "OK" when every object kept its bytes. */
+ * while all of this goes on. argv[3] "large": objects of 2-32 KiB (carved from slabs) and,
+ * one in four, of 64-132 KiB (whose pages go through the keep) instead. Prints "OK" when
+ * every object kept its bytes. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -16,11 +18,16 @@
 #define RING 128
 
 static long per_thread;
+static bool large_mix;
 static bool in_child; /* the child frees only its own objects (below) */
 static _Atomic(unsigned char *) exchange;
 static atomic_int failures;
 
-static size_t size_of(uint64_t r) { return r % 16 == 0 ? 3000 + r % 70000 : 16 + r % 1500; }
+static size_t size_of(uint64_t r) {
+    if (large_mix)
+        return r % 4 == 0 ? 66000 + r % 70000 : 2100 + r % 30000;
+    return r % 16 == 0 ? 3000 + r % 70000 : 16 + r % 1500;
+}
 
 /* Objects carry their own length and a fill byte, so any thread can check one. */
 static unsigned char *make(uint64_t r, unsigned char fill) {
@@ -70,6 +77,7 @@ int main(int argc, char **argv) {
     test_init();
     per_thread = argc > 1 ? atol(argv[1]) : 50000;
     int forks = argc > 2 ? atoi(argv[2]) : 8;
+    large_mix = argc > 3 && !strcmp(argv[3], "large");
     pthread_t t[THREADS];
     for (uintptr_t i = 0; i < THREADS; i++)
         check(pthread_create(&t[i], NULL, worker, (void *)i) == 0, "pthread_create");
