@@ -100,7 +100,11 @@ def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
     assert_mark_kind(s, mark)
 
 
-@pytest.mark.parametrize("mark", sorted(MARKS))
+# (The controls show the check can fail; with the team's variants they would show it again.)
+CONTROL_MARKS = ["concurrent", "stop"]
+
+
+@pytest.mark.parametrize("mark", CONTROL_MARKS)
 @pytest.mark.parametrize("program,args", ROOTS, ids=ids(ROOTS))
 def test_root_check_can_fail(runner, program, args, mark):
     """With nothing held (control), the freed object is reused during the first churn too;

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import parse_values
-from test_protect import MARKS, assert_mark_kind
+from test_protect import CONTROL_MARKS, MARKS, assert_mark_kind
 
 FREQUENT = {"OSCAR_MODE": "protect", "OSCAR_QUARANTINE_FLOOR_KIB": "2",
             "OSCAR_QUARANTINE_SHARE": "0"}
@@ -62,7 +62,7 @@ def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
     assert_mark_kind(s, mark)
 
 
-@pytest.mark.parametrize("mark", sorted(MARKS))
+@pytest.mark.parametrize("mark", CONTROL_MARKS)
 @pytest.mark.parametrize("program,args", SHAPES, ids=ids(SHAPES))
 def test_shape_check_can_fail(runner, program, args, mark):
     skip_unless_concurrent(program, mark)
