@@ -995,24 +995,38 @@ static int open_trackers(void) {
     return 0;
 }
 
-/* Read again the live objects on the pages of [0, used) written since they were protected
- * (reprotect: protect them again in the same step, for the next call). The number of
- * written runs, or -1: the tracking was lost (every page must be read again). */
-static long rescan_written(int pagemap_fd, size_t used, bool reprotect) {
+/* Each run of the pages of [0, used) written since they were protected (reprotect: protect
+ * them again in the same step, for the next call), to fn. The number of written runs, or -1:
+ * the tracking was lost (every page must be read again). */
+static long each_written(int pagemap_fd, size_t used, bool reprotect,
+                         void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), void *arg) {
     uintptr_t from = ph.lo, hi = ph_page_base(used);
-    size_t done_page = (size_t)-1;
     long total = 0;
     while (from < hi) {
         long n = wtrack_written(pagemap_fd, &from, hi, cm_buf_state.runs, RUNS_MAX, reprotect);
         if (n < 0)
             return -1;
         for (long k = 0; k < n; k++)
-            scan_written(cm_buf_state.runs[k].lo, cm_buf_state.runs[k].hi, used, &done_page);
+            fn(cm_buf_state.runs[k].lo, cm_buf_state.runs[k].hi, arg);
         total += n;
         if (n < RUNS_MAX && from < hi && n == 0)
             break;
     }
     return total;
+}
+
+/* rescan_written's reading of one run (done_page: scan_written's last small page). */
+struct rescan { size_t used, done_page; };
+static void rescan_run(uintptr_t lo, uintptr_t hi, void *arg) {
+    struct rescan *r = arg;
+    scan_written(lo, hi, r->used, &r->done_page);
+}
+
+/* Read again the live objects on the pages of [0, used) written since they were protected
+ * (reprotect: as each_written). The number of written runs, or -1 as there. */
+static long rescan_written(int pagemap_fd, size_t used, bool reprotect) {
+    struct rescan r = {used, (size_t)-1};
+    return each_written(pagemap_fd, used, reprotect, rescan_run, &r);
 }
 
 /* A team job: pieces [first, last) of cm_buf_state.pieces. */
@@ -1024,51 +1038,48 @@ static void pieces_job(size_t first, size_t last) {
     flush_scanned();
 }
 
+/* rescan_written_team's state: not_roots' count, whether the roots were read, and
+ * roots_for_each's answer. */
+struct pieces { size_t nex; bool roots_read; int *err; };
+
 /* The pieces listed so far, read by the team; with the first batch, the roots, by this
- * thread while the helpers read pieces (nex: not_roots; *err: roots_for_each's). */
-static void pieces_flush(size_t nex, bool *roots_read, int *err) {
+ * thread while the helpers read pieces. */
+static void pieces_flush(struct pieces *c) {
     team_begin(pieces_job, cm_buf_state.npieces, PIECES_CHUNK);
-    if (!*roots_read) {
-        *err = roots_for_each(scan_root, NULL, mark_state.ex, nex, 0);
+    if (!c->roots_read) {
+        *c->err = roots_for_each(scan_root, NULL, mark_state.ex, c->nex, 0);
         mark_state.name = NULL;
-        *roots_read = true;
+        c->roots_read = true;
     }
     team_finish();
     cm_buf_state.npieces = 0;
 }
 
+/* One written run, cut at heap page boundaries into pieces (a full table is read first). */
+static void add_pieces(uintptr_t lo, uintptr_t hi, void *arg) {
+    for (uintptr_t a = lo; a < hi;) {
+        uintptr_t next = ph_page_base(ph_index(a) + 1);
+        if (next > hi)
+            next = hi;
+        if (cm_buf_state.npieces == PIECES_MAX)
+            pieces_flush(arg);
+        cm_buf_state.pieces[cm_buf_state.npieces].lo = a;
+        cm_buf_state.pieces[cm_buf_state.npieces++].hi = next;
+        a = next;
+    }
+}
+
 /* The last stop's roots and rescan_written (without reprotecting), shared by the team: the
  * written runs are cut into pieces of one heap page at most, read a batch at a time by all,
- * the first batch beside the roots. The number of written runs, or -1 as there. */
+ * the first batch beside the roots (*err: roots_for_each's answer). The number of written
+ * runs, or -1 as there (what was listed is read anyway, and the roots always are). */
 static long rescan_written_team(int pagemap_fd, size_t used, size_t nex, int *err) {
-    uintptr_t from = ph.lo, hi = ph_page_base(used);
-    long total = 0;
-    bool roots_read = false;
+    struct pieces c = {nex, false, err};
     mark_state.used = used;
     cm_buf_state.npieces = 0;
-    while (from < hi) {
-        long n = wtrack_written(pagemap_fd, &from, hi, cm_buf_state.runs, RUNS_MAX, false);
-        if (n < 0) {
-            pieces_flush(nex, &roots_read, err); /* (the caller reads all pages again) */
-            return -1;
-        }
-        for (long k = 0; k < n; k++)
-            for (uintptr_t a = cm_buf_state.runs[k].lo, e = cm_buf_state.runs[k].hi; a < e;) {
-                uintptr_t next = ph_page_base(ph_index(a) + 1);
-                if (next > e)
-                    next = e;
-                if (cm_buf_state.npieces == PIECES_MAX)
-                    pieces_flush(nex, &roots_read, err);
-                cm_buf_state.pieces[cm_buf_state.npieces].lo = a;
-                cm_buf_state.pieces[cm_buf_state.npieces++].hi = next;
-                a = next;
-            }
-        total += n;
-        if (n < RUNS_MAX && from < hi && n == 0)
-            break;
-    }
-    pieces_flush(nex, &roots_read, err);
-    return total;
+    long n = each_written(pagemap_fd, used, false, add_pieces, &c);
+    pieces_flush(&c);
+    return n;
 }
 
 /* One concurrent round, on the marker thread. false: the trackers are not open (the caller
@@ -1081,7 +1092,6 @@ static bool concurrent_round(void) {
     if (!wtrack_valid(&cm_state.wt) || !pagemap_valid() ||
         wtrack_protect(&cm_state.wt, ph.lo, used << PH_PAGE_SHIFT, true) != 0)
         return false;
-    mark_state.threads = 1;
     atomic_store(&mark_state.scanned, 0);
     mark_state.printed = 0;
     candidates(0, used);
