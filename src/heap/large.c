@@ -255,9 +255,11 @@ static void retire_dead_stretch(uintptr_t a, size_t len) {
  * sweep retires it. It holds the reclaim lock, for its own state; what makes this safe is
  * that it touches only settled guarded objects, which their freeing threads let go of. */
 bool large_retire_chunk(uintptr_t lo, uintptr_t hi) {
-    uintptr_t p = head_of(lo), run = 0;
-    if (p < lo && !(region_contains(p) && settled_guarded(region_load(p))))
-        p = lo; /* (a tail of an object that is not ours to touch: left as it is below) */
+    /* (From the head of a settled guarded object that begins in the chunk before; a tail of
+     * any other object is not ours to touch: left as it is below.) */
+    uintptr_t p = dead_head(lo), run = 0;
+    if (!p)
+        p = lo;
     bool ok = true;
     while (p < hi || run) {
         uint64_t e = p < hi ? region_load(p) : 0;
