@@ -15,6 +15,7 @@
 #include "scan/roots.h"
 #include "scan/team.h"
 #include "scan/world.h"
+#include "scan/words.h"
 #include "base/fmt.h"
 #include "base/messages.h"
 #include "base/options.h"
@@ -339,9 +340,8 @@ static void mark_addr(uintptr_t w) {
 }
 
 /* Every aligned word of [lo, hi). Words that point into the heap are gathered a chunk at a
- * time and their filter words prefetched before any is looked at: the lookups' cache misses
- * then overlap instead of following one another. */
-#define CHUNK 256
+ * time (scan/words.h) and their filter words prefetched before any is looked at: the lookups'
+ * cache misses then overlap instead of following one another. */
 static void scan(uintptr_t lo, uintptr_t hi) {
     const uintptr_t *p = (const uintptr_t *)align_up(lo, sizeof(uintptr_t));
     const uintptr_t *e = (const uintptr_t *)(hi & ~(sizeof(uintptr_t) - 1));
@@ -349,21 +349,14 @@ static void scan(uintptr_t lo, uintptr_t hi) {
     if (p >= e)
         return;
     scanned_here += (uintptr_t)e - (uintptr_t)p;
-    /* The value is kept, not read again: while the world runs (a concurrent mark) the word
-     * may change in between (a free zeroing it). */
-    const uintptr_t *hit[CHUNK];
-    uintptr_t val[CHUNK];
+    const uintptr_t *hit[WORDS_CHUNK];
+    uintptr_t val[WORDS_CHUNK];
     while (p < e) {
-        const uintptr_t *c = e - p > CHUNK ? p + CHUNK : e;
-        unsigned n = 0;
-        for (; p < c; p++) {
-            uintptr_t w = *p;
-            if (unlikely(w - base < span)) {
-                __builtin_prefetch((const void *)&ph.cand[((w - base) >> 4) / 64 * 2]);
-                hit[n] = p;
-                val[n++] = w;
-            }
-        }
+        size_t len = (size_t)(e - p) > WORDS_CHUNK ? WORDS_CHUNK : (size_t)(e - p);
+        unsigned n = words_find(p, len, base, span, hit, val);
+        p += len;
+        for (unsigned k = 0; k < n; k++)
+            __builtin_prefetch((const void *)&ph.cand[((val[k] - base) >> 4) / 64 * 2]);
         if (unlikely(mark_state.dangling))
             for (unsigned k = 0; k < n; k++) {
                 mark_state.where = (uintptr_t)hit[k];
@@ -1370,6 +1363,7 @@ void mark_wait(void) {
 
 void mark_init(void) {
     mark_state.dangling = options_int(OPT_DANGLING) == 1;
+    words_init();
     cm_state.setting = (int)options_int(OPT_MARK);
     find_libc(); /* (the marker thread and the team's helpers are started only outside it) */
     cm_state.verbose = options_int(OPT_VERBOSE) != 0;

@@ -1,0 +1,96 @@
+/* words: see words.h. */
+#include "scan/words.h"
+#include "base/lock.h"
+
+#include <stdbool.h>
+
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+static unsigned find_scalar(const uintptr_t *p, size_t n, uintptr_t base, uintptr_t span,
+                            const uintptr_t **at, uintptr_t *val) {
+    unsigned k = 0;
+    for (size_t j = 0; j < n; j++) {
+        uintptr_t w = p[j];
+        if (unlikely(w - base < span)) {
+            at[k] = p + j;
+            val[k++] = w;
+        }
+    }
+    return k;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* Unsigned a < s is signed (a ^ sign) < (s ^ sign): AVX2 compares 64-bit lanes signed only. */
+__attribute__((target("avx2"))) static unsigned find_avx2(const uintptr_t *p, size_t n,
+                                                          uintptr_t base, uintptr_t span,
+                                                          const uintptr_t **at, uintptr_t *val) {
+    const __m256i b = _mm256_set1_epi64x((long long)base);
+    const __m256i sign = _mm256_set1_epi64x((long long)(1ULL << 63));
+    const __m256i lim = _mm256_set1_epi64x((long long)(span ^ (1ULL << 63)));
+    unsigned k = 0;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + j));
+        __m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(p + j + 4));
+        __m256i ix = _mm256_cmpgt_epi64(lim, _mm256_xor_si256(_mm256_sub_epi64(x, b), sign));
+        __m256i iy = _mm256_cmpgt_epi64(lim, _mm256_xor_si256(_mm256_sub_epi64(y, b), sign));
+        unsigned m = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(ix)) |
+                     (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(iy)) << 4;
+        if (unlikely(m)) {
+            uintptr_t v[8]; /* the values tested, not the memory read again */
+            _mm256_storeu_si256((__m256i *)(void *)v, x);
+            _mm256_storeu_si256((__m256i *)(void *)(v + 4), y);
+            for (; m; m &= m - 1) {
+                unsigned t = (unsigned)__builtin_ctz(m);
+                at[k] = p + j + t;
+                val[k++] = v[t];
+            }
+        }
+    }
+    return k + find_scalar(p + j, n - j, base, span, at + k, val + k);
+}
+#endif
+
+static struct {
+    bool use_avx2; /* written once by words_init (mark_init, before any mark), then read */
+} words_state;
+
+void words_init(void) {
+#if defined(__x86_64__)
+    /* (May run before libgcc's constructor: initialise its CPU model first. It also checks
+     * that the kernel saves the vector registers.) */
+    __builtin_cpu_init();
+    words_state.use_avx2 = __builtin_cpu_supports("avx2");
+#endif
+}
+
+unsigned words_find(const uintptr_t *p, size_t n, uintptr_t base, uintptr_t span,
+                    const uintptr_t **at, uintptr_t *val) {
+#if defined(__x86_64__)
+    if (words_state.use_avx2) {
+#ifndef OSCAR_DEBUG
+        return find_avx2(p, n, base, span, at, val);
+#else
+        /* The two kernels agree, wherever the words did not change meanwhile (a concurrent
+         * mark reads words the program writes): scalar, vector, scalar again. */
+        const uintptr_t *at1[WORDS_CHUNK], *at2[WORDS_CHUNK];
+        uintptr_t val1[WORDS_CHUNK], val2[WORDS_CHUNK];
+        unsigned k1 = find_scalar(p, n, base, span, at1, val1);
+        unsigned k = find_avx2(p, n, base, span, at, val);
+        unsigned k2 = find_scalar(p, n, base, span, at2, val2);
+        bool same = k1 == k2;
+        for (unsigned i = 0; same && i < k1; i++)
+            same = at1[i] == at2[i] && val1[i] == val2[i];
+        if (same) {
+            oscar_assert(k == k1);
+            for (unsigned i = 0; i < k; i++)
+                oscar_assert(at[i] == at1[i] && val[i] == val1[i]);
+        }
+        return k;
+#endif
+    }
+#endif
+    return find_scalar(p, n, base, span, at, val);
+}
