@@ -116,6 +116,22 @@ def test_root_check_can_fail(runner, program, args, mark):
     assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
 
 
+@pytest.mark.parametrize("mode", ["protect", "strict", "fast"])
+def test_pointer_only_the_kernel_holds(runner, mode):
+    """A freed object whose only pointer is epoll's user data (the program's own copy is
+    masked). Protect mode's mark reads the process's memory only: it hands the object out
+    again, and epoll then returns the address of a new object (README, Limitations: the mode
+    for such programs is fast or strict). Strict and fast mode never reuse the address."""
+    env = dict(FREQUENT, OSCAR_MODE=mode, OSCAR_SAMPLE_RATE="0")
+    res = runner.oscar("protect_kernel_held", env=env)
+    v = parse_values(res.stdout)
+    assert res.returncode == 0 and v.get("epoll_returns_freed") == 1, res.describe()
+    if mode == "protect":
+        assert v.get("held_reused", 0) > 0, res.describe()
+    else:
+        assert v.get("held_reused") == 0, res.describe()
+
+
 def test_own_bookkeeping_is_no_root(runner):
     """Oscar's metadata (here its thread registry, which records the end of a thread's
     altstack: the address of the freed block right after it) is not scanned as a root."""
