@@ -117,19 +117,38 @@ def test_root_check_can_fail(runner, program, args, mark):
 
 
 @pytest.mark.parametrize("mode", ["protect", "strict", "fast"])
-def test_pointer_only_the_kernel_holds(runner, mode):
+@pytest.mark.parametrize("how", ["", "dup"])
+def test_pointer_only_the_kernel_holds(runner, mode, how):
     """A freed object whose only pointer is epoll's user data (the program's own copy is
-    masked). Protect mode's mark reads the process's memory only: it hands the object out
-    again, and epoll then returns the address of a new object (README, Limitations: the mode
-    for such programs is fast or strict). Strict and fast mode never reuse the address."""
+    masked), the instance's descriptor itself or a copy of it (dup2, the first closed). It
+    is not handed out again: protect mode reads the registrations as roots (scan/kroots.h),
+    strict and fast mode never reuse an address. epoll still returns the freed address."""
     env = dict(FREQUENT, OSCAR_MODE=mode, OSCAR_SAMPLE_RATE="0")
-    res = runner.oscar("protect_kernel_held", env=env)
+    res = runner.oscar("protect_kernel_held", *([how] if how else []), env=env)
     v = parse_values(res.stdout)
     assert res.returncode == 0 and v.get("epoll_returns_freed") == 1, res.describe()
-    if mode == "protect":
-        assert v.get("held_reused", 0) > 0, res.describe()
-    else:
-        assert v.get("held_reused") == 0, res.describe()
+    assert v.get("held_reused") == 0, res.describe()
+
+
+@pytest.mark.parametrize("how", ["del", "close"])
+def test_kernel_root_check_can_fail(runner, how):
+    """Once the registration is removed, or the instance closed, nothing holds the object:
+    protect mode hands it out again (and glibc does), so held_reused 0 above means
+    something; a closed instance is forgotten."""
+    res = runner.oscar("protect_kernel_held", how, env=dict(FREQUENT, OSCAR_SAMPLE_RATE="0"))
+    assert res.returncode == 0 and parse_values(res.stdout).get("held_reused", 0) > 0, \
+        res.describe()
+    res = runner.glibc("protect_kernel_held", how)
+    assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
+
+
+def test_dangling_report_names_the_epoll_instance(runner):
+    """OSCAR_DANGLING=report names the kernel root: the epoll descriptor."""
+    res = runner.oscar("protect_kernel_held", env=dict(FREQUENT, OSCAR_DANGLING="report",
+                                                       OSCAR_SAMPLE_RATE="0"))
+    pat = (r"oscar: dangling: freed 48-byte object .* from 0x[0-9a-f]+ \(kernel: user data "
+           r"of epoll descriptor \d+\)")
+    assert any(re.fullmatch(pat, l) for l in res.stderr.splitlines()), res.describe()
 
 
 def test_own_bookkeeping_is_no_root(runner):

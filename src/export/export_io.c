@@ -17,8 +17,8 @@
 #include "mem/region.h"
 #include "report/fault.h"
 #include "report/report.h"
+#include "export/real.h"
 
-#include <dlfcn.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -40,14 +40,6 @@ static void check_iov(const struct iovec *iov, int n, bool kernel_writes) {
     for (int i = 0; iov && i < n; i++)
         check((uintptr_t)iov[i].iov_base, iov[i].iov_len, kernel_writes);
 }
-
-#define DECLARE(ret, name, ...)                                                                \
-    static ret (*real_##name)(__VA_ARGS__);                                                    \
-    static ret (*real_fn_##name(void))(__VA_ARGS__) {                                          \
-        if (!real_##name)                                                                      \
-            *(void **)&real_##name = dlsym(RTLD_NEXT, #name);                                  \
-        return real_##name;                                                                    \
-    }
 
 DECLARE(ssize_t, read, int, void *, size_t)
 DECLARE(ssize_t, pread, int, void *, size_t, off_t)

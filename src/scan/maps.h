@@ -1,5 +1,6 @@
-/* maps: /proc/self/maps read into a caller's static buffer, a line at a time (no stdio, no
- * allocation; signal-safe). Private to scan/ (roots.c and world.c). */
+/* maps: /proc/self/maps (and other /proc files) read into a caller's static buffer, a line
+ * at a time (no stdio, no allocation; signal-safe). Private to scan/ (roots.c, world.c,
+ * kroots.c). */
 #ifndef OSCAR_SCAN_MAPS_H
 #define OSCAR_SCAN_MAPS_H
 #include "base/core.h"
@@ -18,6 +19,9 @@ struct maps_line {
 /* Calls fn for each line (stops early when fn returns nonzero). buf: MAPS_BUF bytes.
  * 0, or -errno when the file cannot be read. */
 int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *arg);
+/* Calls fn for each line of the file at path, its newline cut (stops early when fn returns
+ * nonzero). buf: MAPS_BUF bytes. 0, or -errno when the file cannot be read. */
+int proc_lines(const char *path, char *buf, int (*fn)(char *line, void *arg), void *arg);
 /* Fills stack_lo/hi of each thread: the mapping that holds its sp (0, 0 if none). */
 void maps_find_stacks(struct world_thread *const *t, size_t n);
 #endif

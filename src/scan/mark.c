@@ -94,7 +94,7 @@ static void flush_scanned(void) {
 }
 
 static const char *const kind_names[] = {"global", "stack", "registers", "alternate signal stack",
-                                         "thread-local storage", "mapping"};
+                                         "thread-local storage", "mapping", "kernel"};
 
 /* One line: the freed object [start, start+size) is still pointed to from mark_state.where. */
 static void dangling_line(uintptr_t start, size_t size, uintptr_t w) {
@@ -830,7 +830,8 @@ static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
     stats_add(STAT_SCAN_BYTES, (int64_t)atomic_load(&mark_state.scanned));
     note_pause(stop_ns / 1000);
     if (err) {
-        warn_once("cannot read the process's mappings");
+        warn_once(err == -ENOSPC ? "the program has more epoll instances than it can note"
+                                 : "cannot read the process's mappings");
         stats_add(STAT_SCAN_SKIPPED, 1);
         return;
     }

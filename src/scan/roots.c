@@ -21,6 +21,7 @@
  * none. */
 #define _GNU_SOURCE
 #include "scan/roots.h"
+#include "scan/kroots.h"
 #include "scan/maps.h"
 #include "scan/world.h"
 #include "os/os.h"
@@ -82,8 +83,8 @@ static bool parse_line(char *line, struct maps_line *m) {
     return m->hi > m->lo;
 }
 
-int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *arg) {
-    long fd = os_open_read("/proc/self/maps");
+int proc_lines(const char *path, char *buf, int (*fn)(char *line, void *arg), void *arg) {
+    long fd = os_open_read(path);
     if (fd < 0)
         return (int)fd;
     size_t have = 0;
@@ -106,9 +107,7 @@ int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *
                 nl = buf + have; /* last line without a newline */
             }
             *nl = 0;
-            struct maps_line m;
-            if (parse_line(line, &m))
-                stop = fn(&m, arg);
+            stop = fn(line, arg);
             line = nl + 1;
             if (line > buf + have)
                 line = buf + have;
@@ -123,6 +122,22 @@ int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *
     }
     os_close((int)fd);
     return 0;
+}
+
+struct maps_fn {
+    int (*fn)(const struct maps_line *m, void *arg);
+    void *arg;
+};
+
+static int maps_line_fn(char *line, void *arg) {
+    struct maps_fn *f = arg;
+    struct maps_line m;
+    return parse_line(line, &m) ? f->fn(&m, f->arg) : 0;
+}
+
+int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *arg) {
+    struct maps_fn f = {fn, arg};
+    return proc_lines("/proc/self/maps", buf, maps_line_fn, &f);
 }
 
 struct stacks_arg {
@@ -417,6 +432,8 @@ __attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
     int err = maps_each(roots_state.roots_buf, root_line, w);
     if (w->pagemap_fd >= 0)
         os_close(w->pagemap_fd);
+    if (!err)
+        err = kroots_for_each(fn, arg);
     __asm__ volatile("" : : "r"(&regs) : "memory");
     return err;
 }

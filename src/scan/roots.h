@@ -2,7 +2,7 @@
  * hold itself: data and bss of every loaded object, TLS, thread stacks (also the parts of
  * parked threads' stacks and their saved registers), alternate signal stacks, and the
  * program's own writable private mappings, from /proc/self/maps, read into a static buffer
- * (no allocation). Ranges the caller excludes (Oscar's metadata, the protect heap, whose live
+ * (no allocation), and the pointers only the kernel holds (scan/kroots.h). Ranges the caller excludes (Oscar's metadata, the protect heap, whose live
  * objects it walks itself) are cut out. Pages never touched are skipped (mincore).
  *
  * Reading a root may fault (a mapping unmapped meanwhile, a file mapping past its end):
@@ -12,7 +12,7 @@
 #include "base/core.h"
 
 enum root_kind { ROOT_GLOBAL, ROOT_STACK, ROOT_REGISTERS, ROOT_ALTSTACK, ROOT_TLS,
-                 ROOT_MAPPING };
+                 ROOT_MAPPING, ROOT_KERNEL /* values the kernel holds: scan/kroots.h */ };
 struct root_range { uintptr_t lo, hi; };
 
 typedef void (*roots_fn)(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,

@@ -1,0 +1,57 @@
+/* export_epoll: the calls that make an epoll instance, or a copy of its descriptor, noted for
+ * the mark (scan/kroots.h: the user data of its registrations are roots). libc's functions do
+ * the work; errno is theirs. Cheap in every mode (one scan of a table of 1024 ints for dup of
+ * a descriptor). */
+#define _GNU_SOURCE
+#include "base/core.h"
+#include "export/real.h"
+#include "scan/kroots.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+DECLARE(int, epoll_create, int)
+DECLARE(int, epoll_create1, int)
+DECLARE(int, dup, int)
+DECLARE(int, dup2, int, int)
+DECLARE(int, dup3, int, int, int)
+
+__attribute__((constructor)) static void find_real_functions(void) {
+    void *all[] = {real_fn_epoll_create(), real_fn_epoll_create1(), real_fn_dup(),
+                   real_fn_dup2(), real_fn_dup3()};
+    (void)all;
+}
+
+OSCAR_EXPORT int epoll_create(int size) {
+    int fd = real_fn_epoll_create()(size);
+    kroots_note_epoll(fd);
+    return fd;
+}
+
+OSCAR_EXPORT int epoll_create1(int flags) {
+    int fd = real_fn_epoll_create1()(flags);
+    kroots_note_epoll(fd);
+    return fd;
+}
+
+/* A copy of a noted instance's descriptor: the instance lives on if the first is closed. */
+OSCAR_EXPORT int dup(int old) {
+    int fd = real_fn_dup()(old);
+    if (fd >= 0 && kroots_is_epoll(old))
+        kroots_note_epoll(fd);
+    return fd;
+}
+
+OSCAR_EXPORT int dup2(int old, int new) {
+    int fd = real_fn_dup2()(old, new);
+    if (fd >= 0 && kroots_is_epoll(old))
+        kroots_note_epoll(fd);
+    return fd;
+}
+
+OSCAR_EXPORT int dup3(int old, int new, int flags) {
+    int fd = real_fn_dup3()(old, new, flags);
+    if (fd >= 0 && kroots_is_epoll(old))
+        kroots_note_epoll(fd);
+    return fd;
+}

@@ -1,0 +1,107 @@
+/* kroots: see kroots.h. */
+#define _GNU_SOURCE
+#include "scan/kroots.h"
+#include "base/fmt.h"
+#include "scan/maps.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define KROOTS_EPOLL_MAX 1024 /* epoll instances noted at once */
+#define KROOTS_BATCH 512      /* user data values handed to the walk at a time */
+
+static struct {
+    /* fd + 1 of each noted epoll instance, 0 for a free slot: taken by compare-and-swap from
+     * 0 (kroots_note_epoll, any thread), cleared by kroots_for_each when the descriptor is
+     * closed (the marking thread). */
+    atomic_int epfd[KROOTS_EPOLL_MAX];
+    atomic_bool overflow; /* a note found no free slot: set by any thread, never cleared */
+    /* The walk's (the marking thread's, world stopped; in liboscar.so's own data, so not a
+     * root itself): the fdinfo file's lines, and the values read from it. */
+    char buf[MAPS_BUF];
+    uintptr_t values[KROOTS_BATCH];
+    size_t n;
+    char name[64]; /* "user data of epoll descriptor N" (OSCAR_DANGLING=report names it) */
+    roots_fn fn;
+    void *arg;
+} kroots_state;
+
+bool kroots_is_epoll(int fd) {
+    for (unsigned i = 0; i < KROOTS_EPOLL_MAX; i++)
+        if (atomic_load_explicit(&kroots_state.epfd[i], memory_order_acquire) == fd + 1)
+            return true;
+    return false;
+}
+
+void kroots_note_epoll(int fd) {
+    if (fd < 0 || kroots_is_epoll(fd))
+        return;
+    for (unsigned i = 0; i < KROOTS_EPOLL_MAX; i++) {
+        int empty = 0;
+        if (atomic_compare_exchange_strong(&kroots_state.epfd[i], &empty, fd + 1))
+            return;
+    }
+    atomic_store(&kroots_state.overflow, true);
+}
+
+static void flush(void) {
+    if (kroots_state.n)
+        kroots_state.fn((uintptr_t)kroots_state.values,
+                        (uintptr_t)(kroots_state.values + kroots_state.n), ROOT_KERNEL,
+                        kroots_state.name, kroots_state.arg);
+    kroots_state.n = 0;
+}
+
+/* "tfd:        5 events:       19 data:   7f0123456789  pos:0 ino:..." */
+static int registration(char *line, void *arg) {
+    (void)arg;
+    if (strncmp(line, "tfd:", 4) != 0)
+        return 0;
+    char *p = strstr(line, " data:");
+    if (!p)
+        return 0;
+    p += 6;
+    while (*p == ' ')
+        p++;
+    uintptr_t v = 0;
+    for (;; p++) {
+        unsigned d = *p >= '0' && *p <= '9'   ? (unsigned)(*p - '0')
+                     : *p >= 'a' && *p <= 'f' ? (unsigned)(*p - 'a' + 10)
+                                              : 16u;
+        if (d == 16)
+            break;
+        v = v << 4 | d;
+    }
+    kroots_state.values[kroots_state.n++] = v;
+    if (kroots_state.n == KROOTS_BATCH)
+        flush();
+    return 0;
+}
+
+int kroots_for_each(roots_fn fn, void *arg) {
+    kroots_state.fn = fn;
+    kroots_state.arg = arg;
+    kroots_state.n = 0;
+    for (unsigned i = 0; i < KROOTS_EPOLL_MAX; i++) {
+        int v = atomic_load_explicit(&kroots_state.epfd[i], memory_order_acquire);
+        if (!v)
+            continue;
+        char path[64];
+        struct fmt f = FMT_INIT(path);
+        fmt_str(&f, "/proc/self/fdinfo/");
+        fmt_u64(&f, (uint64_t)(v - 1));
+        fmt_char(&f, 0);
+        struct fmt g = FMT_INIT(kroots_state.name);
+        fmt_str(&g, "user data of epoll descriptor ");
+        fmt_u64(&g, (uint64_t)(v - 1));
+        fmt_char(&g, 0);
+        int err = proc_lines(path, kroots_state.buf, registration, NULL);
+        flush(); /* (before the next instance's name) */
+        if (err == -ENOENT || err == -EBADF) /* closed: forget it, unless noted again since */
+            atomic_compare_exchange_strong(&kroots_state.epfd[i], &v, 0);
+        else if (err)
+            return err;
+    }
+    flush();
+    return atomic_load(&kroots_state.overflow) ? -ENOSPC : 0;
+}
