@@ -130,6 +130,20 @@ def test_pointer_only_the_kernel_holds(runner, mode, how):
     assert v.get("held_reused") == 0, res.describe()
 
 
+@pytest.mark.parametrize("mark", ["concurrent", "team"])
+def test_kernel_root_in_every_kind_of_mark(runner, tmp_path, mark):
+    """The registrations are read by concurrent marks (at their last stop) and by a stopped
+    mark shared with helper threads too."""
+    env = dict(FREQUENT, OSCAR_SAMPLE_RATE="0", OSCAR_STATS_FILE=str(tmp_path / "stats.json"),
+               **MARKS[mark])
+    res = runner.oscar("protect_kernel_held", "dup", env=env)
+    v = parse_values(res.stdout)
+    assert res.returncode == 0 and v.get("held_reused") == 0, res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_rounds"] >= 50 and s["released_objects"] > 0, s
+    assert_mark_kind(s, mark)
+
+
 @pytest.mark.parametrize("how", ["del", "close"])
 def test_kernel_root_check_can_fail(runner, how):
     """Once the registration is removed, or the instance closed, nothing holds the object:
