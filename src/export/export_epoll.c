@@ -1,12 +1,14 @@
 /* export_epoll: the calls that make an epoll instance, or a copy of its descriptor, noted for
  * the mark (scan/kroots.h: the user data of its registrations are roots). libc's functions do
- * the work; errno is theirs. Cheap in every mode (one scan of a table of 1024 ints for dup of
- * a descriptor). */
+ * the work; errno is theirs. Cheap in every mode (one scan of a table of 1024 ints for a copy
+ * of a descriptor; nothing for fcntl's other commands). */
 #define _GNU_SOURCE
 #include "base/core.h"
 #include "export/real.h"
 #include "scan/kroots.h"
 
+#include <fcntl.h>
+#include <stdarg.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -15,10 +17,12 @@ DECLARE(int, epoll_create1, int)
 DECLARE(int, dup, int)
 DECLARE(int, dup2, int, int)
 DECLARE(int, dup3, int, int, int)
+DECLARE(int, fcntl, int, int, void *)
+DECLARE(int, fcntl64, int, int, void *)
 
 __attribute__((constructor)) static void find_real_functions(void) {
     void *all[] = {real_fn_epoll_create(), real_fn_epoll_create1(), real_fn_dup(),
-                   real_fn_dup2(), real_fn_dup3()};
+                   real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(), real_fn_fcntl64()};
     (void)all;
 }
 
@@ -54,4 +58,29 @@ OSCAR_EXPORT int dup3(int old, int new, int flags) {
     if (fd >= 0 && kroots_is_epoll(old))
         kroots_note_epoll(fd);
     return fd;
+}
+
+/* fcntl's third argument, whatever the command, is one register: libc reads it as a pointer
+ * too. F_DUPFD and F_DUPFD_CLOEXEC copy a descriptor. */
+static int noted_copy(int fd, int cmd, int got) {
+    if (got >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && kroots_is_epoll(fd))
+        kroots_note_epoll(got);
+    return got;
+}
+
+OSCAR_EXPORT int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return noted_copy(fd, cmd, real_fn_fcntl()(fd, cmd, arg));
+}
+
+OSCAR_EXPORT int fcntl64(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int (*real)(int, int, void *) = real_fn_fcntl64(); /* (glibc 2.28+; before, fcntl) */
+    return noted_copy(fd, cmd, (real ? real : real_fn_fcntl())(fd, cmd, arg));
 }

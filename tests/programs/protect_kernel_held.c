@@ -8,12 +8,14 @@
  * user data as roots (scan/kroots.h); strict and fast mode never hand an address out again.
  * Either way held_reused is 0. Arguments:
  *   dup      the instance lives on through a copy of its descriptor (dup2), the first closed
+ *   fdup     likewise, the copy made by fcntl(F_DUPFD_CLOEXEC)
  *   del      control: the registration is removed (EPOLL_CTL_DEL) before the churn
  *   close    control: the instance is closed before the churn
  * With del or close nothing holds the object: held_reused > 0 in protect mode and under glibc
  * (the check can fail). */
 #include "protect_common.h"
 
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -39,6 +41,10 @@ int main(int argc, char **argv) {
     watch(ep, fd, m);
     if (strcmp(how, "dup") == 0) {
         int copy = dup2(ep, 100);
+        close(ep);
+        ep = copy;
+    } else if (strcmp(how, "fdup") == 0) {
+        int copy = fcntl(ep, F_DUPFD_CLOEXEC, 200);
         close(ep);
         ep = copy;
     } else if (strcmp(how, "del") == 0) {
