@@ -117,11 +117,11 @@ def test_root_check_can_fail(runner, program, args, mark):
 
 
 @pytest.mark.parametrize("mode", ["protect", "strict", "fast"])
-@pytest.mark.parametrize("how", ["", "dup", "fdup"])
+@pytest.mark.parametrize("how", ["", "dup", "fdup", "raw"])
 def test_pointer_only_the_kernel_holds(runner, mode, how):
     """A freed object whose only pointer is epoll's user data (the program's own copy is
     masked), the instance's descriptor itself or a copy of it (dup2 or fcntl's F_DUPFD, the
-    first closed). It
+    first closed), or an instance made without libc's function (found at the first mark). It
     is not handed out again: protect mode reads the registrations as roots (scan/kroots.h),
     strict and fast mode never reuse an address. epoll still returns the freed address."""
     env = dict(FREQUENT, OSCAR_MODE=mode, OSCAR_SAMPLE_RATE="0")

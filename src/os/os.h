@@ -117,6 +117,15 @@ long os_open_dir(const char *path);
 long os_open_read(const char *path);
 long os_read(int fd, void *buf, size_t len);   /* retried on EINTR */
 long os_getdents(int fd, void *buf, size_t len); /* getdents64 */
+/* One entry of os_getdents' buffer (the kernel's struct linux_dirent64); the next is reclen
+ * bytes further. */
+struct os_dirent {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
 long os_pread(int fd, void *buf, size_t len, uint64_t off); /* retried on EINTR */
 long os_lseek_start(int fd);
 int os_tgkill(int pid, long tid, int sig);

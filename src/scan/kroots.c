@@ -3,6 +3,7 @@
 #include "scan/kroots.h"
 #include "base/fmt.h"
 #include "scan/maps.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <string.h>
@@ -16,6 +17,7 @@ static struct {
      * closed (the marking thread). */
     atomic_int epfd[KROOTS_EPOLL_MAX];
     atomic_bool overflow; /* a note found no free slot: set by any thread, never cleared */
+    bool searched; /* the first walk looked for instances made before (the marking thread) */
     /* The walk's (the marking thread's, world stopped; in liboscar.so's own data, so not a
      * root itself): the fdinfo file's lines, and the values read from it. */
     char buf[MAPS_BUF];
@@ -78,7 +80,42 @@ static int registration(char *line, void *arg) {
     return 0;
 }
 
+/* Epoll instances the wrappers did not see: inherited across exec, or made before Oscar was
+ * loaded. Once, at the first walk: /proc/self/fd's links to "anon_inode:[eventpoll]". */
+static void note_existing(void) {
+    long dir = os_open_dir("/proc/self/fd");
+    if (dir < 0)
+        return;
+    long n;
+    while ((n = os_getdents((int)dir, kroots_state.buf, sizeof kroots_state.buf)) > 0) {
+        for (long off = 0; off < n;) {
+            struct os_dirent *d = (void *)(kroots_state.buf + off);
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9')
+                continue;
+            char path[64], link[64];
+            struct fmt f = FMT_INIT(path);
+            fmt_str(&f, "/proc/self/fd/");
+            fmt_str(&f, d->name);
+            fmt_char(&f, 0);
+            if (os_readlink(path, link, sizeof link) > 0 &&
+                strcmp(link, "anon_inode:[eventpoll]") == 0) {
+                int fd = 0;
+                for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+                    fd = fd * 10 + (*c - '0');
+                if (fd != (int)dir)
+                    kroots_note_epoll(fd);
+            }
+        }
+    }
+    os_close((int)dir);
+}
+
 int kroots_for_each(roots_fn fn, void *arg) {
+    if (!kroots_state.searched) {
+        kroots_state.searched = true;
+        note_existing();
+    }
     kroots_state.fn = fn;
     kroots_state.arg = arg;
     kroots_state.n = 0;

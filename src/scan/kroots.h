@@ -4,7 +4,8 @@
  * would release such an object, and the next event would hand the program a new one.
  *
  * The epoll instances the program creates are noted (export/export_epoll.c: epoll_create,
- * epoll_create1, and dup, dup2, dup3, fcntl's F_DUPFD of one); a mark reads each one's registrations from
+ * epoll_create1, and dup, dup2, dup3, fcntl's F_DUPFD of one; the first walk also finds the
+ * instances made before, /proc/self/fd); a mark reads each one's registrations from
  * /proc/self/fdinfo/<fd> (a line per watched descriptor, with its user data) and scans those
  * values as a root. io_uring's user data, a timer's sigevent and pointers the program hides
  * are still not seen (README, Limitations). */

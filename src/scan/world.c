@@ -314,13 +314,7 @@ static long ask_new(int dirfd, int pid, long self) {
         if (n == 0)
             return fresh;
         for (long off = 0; off < n;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(world_buf_state.dents + off);
+            struct os_dirent *d = (void *)(world_buf_state.dents + off);
             off += d->reclen;
             long tid = 0;
             const char *c = d->name;

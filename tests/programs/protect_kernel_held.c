@@ -9,6 +9,8 @@
  * Either way held_reused is 0. Arguments:
  *   dup      the instance lives on through a copy of its descriptor (dup2), the first closed
  *   fdup     likewise, the copy made by fcntl(F_DUPFD_CLOEXEC)
+ *   raw      the instance is made by the system call itself, not libc's function (as one
+ *            inherited across exec, or made before Oscar was loaded)
  *   del      control: the registration is removed (EPOLL_CTL_DEL) before the churn
  *   close    control: the instance is closed before the churn
  * With del or close nothing holds the object: held_reused > 0 in protect mode and under glibc
@@ -18,6 +20,7 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 __attribute__((noinline)) static void watch(int ep, int fd, uintptr_t masked) {
@@ -32,7 +35,9 @@ __attribute__((noinline)) static void watch(int ep, int fd, uintptr_t masked) {
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     const char *how = argc > 1 ? argv[argc - 1] : "";
-    int ep = epoll_create1(EPOLL_CLOEXEC), fd = eventfd(0, EFD_CLOEXEC);
+    int ep = strcmp(how, "raw") == 0 ? (int)syscall(SYS_epoll_create1, EPOLL_CLOEXEC)
+                                     : epoll_create1(EPOLL_CLOEXEC);
+    int fd = eventfd(0, EFD_CLOEXEC);
     if (ep < 0 || fd < 0) {
         perror("epoll_create1/eventfd");
         return 2;
