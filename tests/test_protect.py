@@ -157,6 +157,28 @@ def test_kernel_root_check_can_fail(runner, how):
     assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
 
 
+@pytest.mark.parametrize("mode", ["protect", "strict", "fast"])
+@pytest.mark.parametrize("how", ["", "raw"])
+def test_pointer_only_a_timer_holds(runner, mode, how):
+    """A freed object whose only pointer is a POSIX timer's sigevent value (the timer made by
+    libc's function, or by the system call: found by the first mark): not handed out again
+    (protect mode reads /proc/self/timers), and the timer's signal still carries it."""
+    env = dict(FREQUENT, OSCAR_MODE=mode, OSCAR_SAMPLE_RATE="0")
+    res = runner.oscar("protect_timer_held", *([how] if how else []), env=env)
+    v = parse_values(res.stdout)
+    assert res.returncode == 0 and v.get("signal_returns_freed") == 1, res.describe()
+    assert v.get("held_reused") == 0, res.describe()
+
+
+def test_timer_root_check_can_fail(runner):
+    """Once the timer is deleted nothing holds the object: it is handed out again."""
+    res = runner.oscar("protect_timer_held", "delete", env=dict(FREQUENT, OSCAR_SAMPLE_RATE="0"))
+    assert res.returncode == 0 and parse_values(res.stdout).get("held_reused", 0) > 0, \
+        res.describe()
+    res = runner.glibc("protect_timer_held", "delete")
+    assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
+
+
 def test_dangling_report_names_the_epoll_instance(runner):
     """OSCAR_DANGLING=report names the kernel root: the epoll descriptor."""
     res = runner.oscar("protect_kernel_held", env=dict(FREQUENT, OSCAR_DANGLING="report",

@@ -18,6 +18,7 @@ static struct {
     atomic_int epfd[KROOTS_EPOLL_MAX];
     atomic_bool overflow; /* a note found no free slot: set by any thread, never cleared */
     bool searched; /* the first walk looked for instances made before (the marking thread) */
+    atomic_bool timers; /* the program made a timer that signals: set by any thread, once */
     /* The walk's (the marking thread's, world stopped; in liboscar.so's own data, so not a
      * root itself): the fdinfo file's lines, and the values read from it. */
     char buf[MAPS_BUF];
@@ -46,6 +47,11 @@ void kroots_note_epoll(int fd) {
     atomic_store(&kroots_state.overflow, true);
 }
 
+void kroots_note_timer(void) {
+    if (!atomic_load_explicit(&kroots_state.timers, memory_order_relaxed))
+        atomic_store(&kroots_state.timers, true);
+}
+
 static void flush(void) {
     if (kroots_state.n)
         kroots_state.fn((uintptr_t)kroots_state.values,
@@ -54,15 +60,8 @@ static void flush(void) {
     kroots_state.n = 0;
 }
 
-/* "tfd:        5 events:       19 data:   7f0123456789  pos:0 ino:..." */
-static int registration(char *line, void *arg) {
-    (void)arg;
-    if (strncmp(line, "tfd:", 4) != 0)
-        return 0;
-    char *p = strstr(line, " data:");
-    if (!p)
-        return 0;
-    p += 6;
+/* The hexadecimal value at p (leading spaces skipped), a root. */
+static void value_at(const char *p) {
     while (*p == ' ')
         p++;
     uintptr_t v = 0;
@@ -77,6 +76,23 @@ static int registration(char *line, void *arg) {
     kroots_state.values[kroots_state.n++] = v;
     if (kroots_state.n == KROOTS_BATCH)
         flush();
+}
+
+/* "tfd:        5 events:       19 data:   7f0123456789  pos:0 ino:..." */
+static int registration(char *line, void *arg) {
+    (void)arg;
+    const char *p = strncmp(line, "tfd:", 4) == 0 ? strstr(line, " data:") : NULL;
+    if (p)
+        value_at(p + 6);
+    return 0;
+}
+
+/* /proc/self/timers: "signal: 34/00007f0123456789" (the signal, then sigev_value). */
+static int timer_line(char *line, void *arg) {
+    (void)arg;
+    const char *p = strncmp(line, "signal:", 7) == 0 ? strchr(line, '/') : NULL;
+    if (p)
+        value_at(p + 1);
     return 0;
 }
 
@@ -112,7 +128,8 @@ static void note_existing(void) {
 }
 
 int kroots_for_each(roots_fn fn, void *arg) {
-    if (!kroots_state.searched) {
+    bool first = !kroots_state.searched;
+    if (first) {
         kroots_state.searched = true;
         note_existing();
     }
@@ -139,6 +156,19 @@ int kroots_for_each(roots_fn fn, void *arg) {
         else if (err)
             return err;
     }
-    flush();
+    /* (The first walk reads them anyway: timers made before, or by the system call.) */
+    if (first || atomic_load_explicit(&kroots_state.timers, memory_order_relaxed)) {
+        struct fmt g = FMT_INIT(kroots_state.name);
+        fmt_str(&g, "value of a timer's sigevent");
+        fmt_char(&g, 0);
+        int err = proc_lines("/proc/self/timers", kroots_state.buf, timer_line, NULL);
+        if (err == -ENOENT && !atomic_load(&kroots_state.timers))
+            err = 0; /* (no such file, CONFIG_CHECKPOINT_RESTORE off: fine until a timer) */
+        if (err)
+            return err == -ENOENT ? -ENOTSUP : err;
+        if (kroots_state.n)
+            kroots_note_timer();
+        flush();
+    }
     return atomic_load(&kroots_state.overflow) ? -ENOSPC : 0;
 }

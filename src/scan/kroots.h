@@ -3,11 +3,12 @@
  * EPOLL_CTL_ADD, found again by epoll_wait). A mark that reads the process's memory alone
  * would release such an object, and the next event would hand the program a new one.
  *
- * The epoll instances the program creates are noted (export/export_epoll.c: epoll_create,
+ * The epoll instances the program creates are noted (export/export_kroots.c: epoll_create,
  * epoll_create1, and dup, dup2, dup3, fcntl's F_DUPFD of one; the first walk also finds the
  * instances made before, /proc/self/fd); a mark reads each one's registrations from
  * /proc/self/fdinfo/<fd> (a line per watched descriptor, with its user data) and scans those
- * values as a root. io_uring's user data, a timer's sigevent and pointers the program hides
+ * values as a root. Likewise the value of a POSIX timer's sigevent, once the program made a
+ * timer that signals (/proc/self/timers). io_uring's user data and pointers the program hides
  * are still not seen (README, Limitations). */
 #ifndef OSCAR_SCAN_KROOTS_H
 #define OSCAR_SCAN_KROOTS_H
@@ -15,11 +16,14 @@
 
 /* fd is an epoll instance's (any thread, lock-free; signal-safe). */
 void kroots_note_epoll(int fd);
+/* The program made a POSIX timer that signals (any thread; signal-safe). */
+void kroots_note_timer(void);
 /* fd is an epoll instance's that was noted: copies are noted as well (dup). */
 bool kroots_is_epoll(int fd);
-/* Calls fn on the user data of every registration of every noted epoll instance, in batches
- * (kind ROOT_KERNEL). Forgets instances whose descriptor is closed. The marking thread, with
- * the world stopped, one walk at a time (its buffers are static). 0, or -errno: -ENOSPC when
- * the program had more epoll instances than could be noted (then no proof holds). */
+/* Calls fn on the user data of every registration of every noted epoll instance, and on the
+ * timers' values, in batches (kind ROOT_KERNEL). Forgets instances whose descriptor is closed. The marking thread, with
+ * the world stopped, one walk at a time (its buffers are static). 0, or -errno (then no proof
+ * holds): -ENOSPC when the program had more epoll instances than could be noted, -ENOTSUP
+ * when it made a timer and the kernel has no /proc/self/timers. */
 int kroots_for_each(roots_fn fn, void *arg);
 #endif

@@ -1,5 +1,6 @@
-/* export_epoll: the calls that make an epoll instance, or a copy of its descriptor, noted for
- * the mark (scan/kroots.h: the user data of its registrations are roots). libc's functions do
+/* export_kroots: the calls that hand the kernel a pointer it keeps, noted for the mark
+ * (scan/kroots.h): an epoll instance, or a copy of its descriptor (the user data of its
+ * registrations are roots), and a POSIX timer (its sigevent's value). libc's functions do
  * the work; errno is theirs. Cheap in every mode (one scan of a table of 1024 ints for a copy
  * of a descriptor; nothing for fcntl's other commands). */
 #define _GNU_SOURCE
@@ -9,7 +10,9 @@
 
 #include <fcntl.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 DECLARE(int, epoll_create, int)
@@ -19,10 +22,12 @@ DECLARE(int, dup2, int, int)
 DECLARE(int, dup3, int, int, int)
 DECLARE(int, fcntl, int, int, void *)
 DECLARE(int, fcntl64, int, int, void *)
+DECLARE(int, timer_create, clockid_t, struct sigevent *, timer_t *)
 
 __attribute__((constructor)) static void find_real_functions(void) {
     void *all[] = {real_fn_epoll_create(), real_fn_epoll_create1(), real_fn_dup(),
-                   real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(), real_fn_fcntl64()};
+                   real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(), real_fn_fcntl64(),
+                   real_fn_timer_create()};
     (void)all;
 }
 
@@ -83,4 +88,12 @@ OSCAR_EXPORT int fcntl64(int fd, int cmd, ...) {
     va_end(ap);
     int (*real)(int, int, void *) = real_fn_fcntl64(); /* (glibc 2.28+; before, fcntl) */
     return noted_copy(fd, cmd, (real ? real : real_fn_fcntl())(fd, cmd, arg));
+}
+
+/* A timer that signals the program hands the kernel sigev_value, given back in the signal's
+ * si_value. (SIGEV_THREAD's value stays in libc's own allocation, a live object.) */
+OSCAR_EXPORT int timer_create(clockid_t clock, struct sigevent *ev, timer_t *id) {
+    if (ev && ev->sigev_notify != SIGEV_NONE && ev->sigev_notify != SIGEV_THREAD)
+        kroots_note_timer();
+    return real_fn_timer_create()(clock, ev, id);
 }
