@@ -73,6 +73,7 @@ ROOTS = [
     ("protect_root_mmap", []),            # (g) an anonymous mapping of the program
     ("protect_root_interior", []),        # (h) an interior pointer
     ("protect_root_interior", ["end"]),   #     one past the end (= the next slot's start)
+    ("protect_root_interior", ["wordend"]),  # ... where the filter starts a new word
     ("protect_root_altstack", []),        # (i) a handler's local on an alternate signal stack
 ]
 
