@@ -340,8 +340,8 @@ static void mark_addr(uintptr_t w) {
 }
 
 /* Every aligned word of [lo, hi). Words that point into the heap are gathered a chunk at a
- * time (scan/words.h) and their filter words prefetched before any is looked at: the lookups'
- * cache misses then overlap instead of following one another. */
+ * time (scan/words.h), each one's filter word prefetched as it is found, before any is looked
+ * at: the lookups' cache misses then overlap instead of following one another. */
 static void scan(uintptr_t lo, uintptr_t hi) {
     const uintptr_t *p = (const uintptr_t *)align_up(lo, sizeof(uintptr_t));
     const uintptr_t *e = (const uintptr_t *)(hi & ~(sizeof(uintptr_t) - 1));
@@ -353,10 +353,9 @@ static void scan(uintptr_t lo, uintptr_t hi) {
     uintptr_t val[WORDS_CHUNK];
     while (p < e) {
         size_t len = (size_t)(e - p) > WORDS_CHUNK ? WORDS_CHUNK : (size_t)(e - p);
-        unsigned n = words_find(p, len, base, span, hit, val);
+        /* (ph.cand: two words, 16 bytes, per 64 granules of 16 bytes, a KiB of heap) */
+        unsigned n = words_find(p, len, base, span, hit, val, (const void *)ph.cand);
         p += len;
-        for (unsigned k = 0; k < n; k++)
-            __builtin_prefetch((const void *)&ph.cand[((val[k] - base) >> 4) / 64 * 2]);
         if (unlikely(mark_state.dangling))
             for (unsigned k = 0; k < n; k++) {
                 mark_state.where = (uintptr_t)hit[k];

@@ -1,17 +1,22 @@
 /* words: see words.h. */
 #include "scan/words.h"
+#include "base/core.h"
 #include "base/lock.h"
 
 #include <stdbool.h>
 
-#define unlikely(x) __builtin_expect(!!(x), 0)
+/* The table entry a found word will be looked up in (see words_find). */
+static inline void prefetch_entry(const void *table, uintptr_t off) {
+    __builtin_prefetch((const char *)table + (off >> 10) * 16);
+}
 
 static unsigned find_scalar(const uintptr_t *p, size_t n, uintptr_t base, uintptr_t span,
-                            const uintptr_t **at, uintptr_t *val) {
+                            const uintptr_t **at, uintptr_t *val, const void *table) {
     unsigned k = 0;
     for (size_t j = 0; j < n; j++) {
         uintptr_t w = p[j];
         if (unlikely(w - base < span)) {
+            prefetch_entry(table, w - base);
             at[k] = p + j;
             val[k++] = w;
         }
@@ -25,7 +30,8 @@ static unsigned find_scalar(const uintptr_t *p, size_t n, uintptr_t base, uintpt
 /* Unsigned a < s is signed (a ^ sign) < (s ^ sign): AVX2 compares 64-bit lanes signed only. */
 __attribute__((target("avx2"))) static unsigned find_avx2(const uintptr_t *p, size_t n,
                                                           uintptr_t base, uintptr_t span,
-                                                          const uintptr_t **at, uintptr_t *val) {
+                                                          const uintptr_t **at, uintptr_t *val,
+                                                          const void *table) {
     const __m256i b = _mm256_set1_epi64x((long long)base);
     const __m256i sign = _mm256_set1_epi64x((long long)(1ULL << 63));
     const __m256i lim = _mm256_set1_epi64x((long long)(span ^ (1ULL << 63)));
@@ -38,18 +44,21 @@ __attribute__((target("avx2"))) static unsigned find_avx2(const uintptr_t *p, si
         __m256i iy = _mm256_cmpgt_epi64(lim, _mm256_xor_si256(_mm256_sub_epi64(y, b), sign));
         unsigned m = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(ix)) |
                      (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(iy)) << 4;
-        if (unlikely(m)) {
-            uintptr_t v[8]; /* the values tested, not the memory read again */
-            _mm256_storeu_si256((__m256i *)(void *)v, x);
-            _mm256_storeu_si256((__m256i *)(void *)(v + 4), y);
-            for (; m; m &= m - 1) {
-                unsigned t = (unsigned)__builtin_ctz(m);
+        /* The hits' words are read again, one by one (cached), and tested again: a
+         * concurrent mark's word may have changed meanwhile, and what is kept is what was
+         * tested. (Taking them from the vector means storing it and reading it back a word
+         * at a time, which may stall the store forwarding.) */
+        for (; m; m &= m - 1) {
+            unsigned t = (unsigned)__builtin_ctz(m);
+            uintptr_t w = p[j + t];
+            if (likely(w - base < span)) {
+                prefetch_entry(table, w - base);
                 at[k] = p + j + t;
-                val[k++] = v[t];
+                val[k++] = w;
             }
         }
     }
-    return k + find_scalar(p + j, n - j, base, span, at + k, val + k);
+    return k + find_scalar(p + j, n - j, base, span, at + k, val + k, table);
 }
 #endif
 
@@ -67,19 +76,19 @@ void words_init(void) {
 }
 
 unsigned words_find(const uintptr_t *p, size_t n, uintptr_t base, uintptr_t span,
-                    const uintptr_t **at, uintptr_t *val) {
+                    const uintptr_t **at, uintptr_t *val, const void *table) {
 #if defined(__x86_64__)
     if (words_state.use_avx2) {
 #ifndef OSCAR_DEBUG
-        return find_avx2(p, n, base, span, at, val);
+        return find_avx2(p, n, base, span, at, val, table);
 #else
         /* The two kernels agree, wherever the words did not change meanwhile (a concurrent
          * mark reads words the program writes): scalar, vector, scalar again. */
         const uintptr_t *at1[WORDS_CHUNK], *at2[WORDS_CHUNK];
         uintptr_t val1[WORDS_CHUNK], val2[WORDS_CHUNK];
-        unsigned k1 = find_scalar(p, n, base, span, at1, val1);
-        unsigned k = find_avx2(p, n, base, span, at, val);
-        unsigned k2 = find_scalar(p, n, base, span, at2, val2);
+        unsigned k1 = find_scalar(p, n, base, span, at1, val1, table);
+        unsigned k = find_avx2(p, n, base, span, at, val, table);
+        unsigned k2 = find_scalar(p, n, base, span, at2, val2, table);
         bool same = k1 == k2;
         for (unsigned i = 0; same && i < k1; i++)
             same = at1[i] == at2[i] && val1[i] == val2[i];
@@ -92,5 +101,5 @@ unsigned words_find(const uintptr_t *p, size_t n, uintptr_t base, uintptr_t span
 #endif
     }
 #endif
-    return find_scalar(p, n, base, span, at, val);
+    return find_scalar(p, n, base, span, at, val, table);
 }

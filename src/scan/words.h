@@ -16,6 +16,9 @@
 void words_init(void);
 
 /* Of the words [p, p + n), n <= WORDS_CHUNK, those with w - base < span: where each lies and
- * its value, in address order. Returns how many. */
+ * its value, in address order. Returns how many. For each one found, the entry of `table`
+ * for it (16 bytes per KiB of [base, base + span): the mark's filter) is prefetched at once:
+ * spread over the reading, the misses overlap it, as the plain loop did before this module
+ * (a burst of them after the reading may find the CPU's few outstanding misses taken). */
 unsigned words_find(const uintptr_t *p, size_t n, uintptr_t base, uintptr_t span,
-                    const uintptr_t **at, uintptr_t *val);
+                    const uintptr_t **at, uintptr_t *val, const void *table);
