@@ -14,16 +14,18 @@
 #define OSCAR_SCAN_KROOTS_H
 #include "scan/roots.h"
 
-/* fd is an epoll instance's (any thread, lock-free; signal-safe). */
+/* fd is an epoll instance's (any thread, lock-free, no lock held or taken; signal-safe). */
 void kroots_note_epoll(int fd);
 /* The program made a POSIX timer that signals (any thread; signal-safe). */
 void kroots_note_timer(void);
 /* fd is an epoll instance's that was noted: copies are noted as well (dup). */
 bool kroots_is_epoll(int fd);
 /* Calls fn on the user data of every registration of every noted epoll instance, and on the
- * timers' values, in batches (kind ROOT_KERNEL). Forgets instances whose descriptor is closed. The marking thread, with
- * the world stopped, one walk at a time (its buffers are static). 0, or -errno (then no proof
- * holds): -ENOSPC when the program had more epoll instances than could be noted, -ENOTSUP
- * when it made a timer and the kernel has no /proc/self/timers. */
+ * timers' values, in batches (kind ROOT_KERNEL). Forgets instances whose descriptor is
+ * closed. From roots_for_each: the marking thread with the world stopped, one walk at a time
+ * (its buffers are static), holding what its caller holds (a mark, or strict mode's proof
+ * of recycled addresses) and taking no lock.
+ * 0, or -errno (then no proof holds): -ENOSPC when the program had more epoll instances than
+ * could be noted, -ENOTSUP when it made a timer and the kernel has no /proc/self/timers. */
 int kroots_for_each(roots_fn fn, void *arg);
 #endif
