@@ -43,34 +43,26 @@ OSCAR_EXPORT int epoll_create1(int flags) {
     return fd;
 }
 
-/* A copy of a noted instance's descriptor: the instance lives on if the first is closed. */
-OSCAR_EXPORT int dup(int old) {
-    int fd = real_fn_dup()(old);
-    if (fd >= 0 && kroots_is_epoll(old))
-        kroots_note_epoll(fd);
-    return fd;
+/* got is a copy of the descriptor old (or -1): a copy of a noted instance's is noted too, so
+ * the instance is still read if the first is closed. */
+static int copied(int old, int got) {
+    if (got >= 0 && kroots_is_epoll(old))
+        kroots_note_epoll(got);
+    return got;
 }
 
-OSCAR_EXPORT int dup2(int old, int new) {
-    int fd = real_fn_dup2()(old, new);
-    if (fd >= 0 && kroots_is_epoll(old))
-        kroots_note_epoll(fd);
-    return fd;
-}
+OSCAR_EXPORT int dup(int old) { return copied(old, real_fn_dup()(old)); }
+
+OSCAR_EXPORT int dup2(int old, int new) { return copied(old, real_fn_dup2()(old, new)); }
 
 OSCAR_EXPORT int dup3(int old, int new, int flags) {
-    int fd = real_fn_dup3()(old, new, flags);
-    if (fd >= 0 && kroots_is_epoll(old))
-        kroots_note_epoll(fd);
-    return fd;
+    return copied(old, real_fn_dup3()(old, new, flags));
 }
 
 /* fcntl's third argument, whatever the command, is one register: libc reads it as a pointer
  * too. F_DUPFD and F_DUPFD_CLOEXEC copy a descriptor. */
-static int noted_copy(int fd, int cmd, int got) {
-    if (got >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && kroots_is_epoll(fd))
-        kroots_note_epoll(got);
-    return got;
+static int fcntl_done(int fd, int cmd, int got) {
+    return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? copied(fd, got) : got;
 }
 
 OSCAR_EXPORT int fcntl(int fd, int cmd, ...) {
@@ -78,7 +70,7 @@ OSCAR_EXPORT int fcntl(int fd, int cmd, ...) {
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    return noted_copy(fd, cmd, real_fn_fcntl()(fd, cmd, arg));
+    return fcntl_done(fd, cmd, real_fn_fcntl()(fd, cmd, arg));
 }
 
 OSCAR_EXPORT int fcntl64(int fd, int cmd, ...) {
@@ -87,7 +79,7 @@ OSCAR_EXPORT int fcntl64(int fd, int cmd, ...) {
     void *arg = va_arg(ap, void *);
     va_end(ap);
     int (*real)(int, int, void *) = real_fn_fcntl64(); /* (glibc 2.28+; before, fcntl) */
-    return noted_copy(fd, cmd, (real ? real : real_fn_fcntl())(fd, cmd, arg));
+    return fcntl_done(fd, cmd, (real ? real : real_fn_fcntl())(fd, cmd, arg));
 }
 
 /* A timer that signals the program hands the kernel sigev_value, given back in the signal's

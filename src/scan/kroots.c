@@ -60,10 +60,16 @@ static void flush(void) {
     kroots_state.n = 0;
 }
 
-/* The hexadecimal value at p (leading spaces skipped), a root. */
-static void value_at(const char *p) {
-    while (*p == ' ')
-        p++;
+/* In a line that begins with `prefix`, the hexadecimal value right after `key` (leading
+ * spaces skipped) is a root. */
+static void value_after(const char *line, const char *prefix, const char *key) {
+    if (strncmp(line, prefix, strlen(prefix)) != 0)
+        return;
+    const char *p = strstr(line, key);
+    if (!p)
+        return;
+    for (p += strlen(key); *p == ' '; p++)
+        ;
     uintptr_t v = 0;
     for (;; p++) {
         unsigned d = *p >= '0' && *p <= '9'   ? (unsigned)(*p - '0')
@@ -78,21 +84,18 @@ static void value_at(const char *p) {
         flush();
 }
 
-/* "tfd:        5 events:       19 data:   7f0123456789  pos:0 ino:..." */
+/* /proc/self/fdinfo/N of an epoll instance:
+ * "tfd:        5 events:       19 data:   7f0123456789  pos:0 ino:..." */
 static int registration(char *line, void *arg) {
     (void)arg;
-    const char *p = strncmp(line, "tfd:", 4) == 0 ? strstr(line, " data:") : NULL;
-    if (p)
-        value_at(p + 6);
+    value_after(line, "tfd:", " data:");
     return 0;
 }
 
 /* /proc/self/timers: "signal: 34/00007f0123456789" (the signal, then sigev_value). */
 static int timer_line(char *line, void *arg) {
     (void)arg;
-    const char *p = strncmp(line, "signal:", 7) == 0 ? strchr(line, '/') : NULL;
-    if (p)
-        value_at(p + 1);
+    value_after(line, "signal:", "/");
     return 0;
 }
 
@@ -119,8 +122,7 @@ static void note_existing(void) {
                 int fd = 0;
                 for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
                     fd = fd * 10 + (*c - '0');
-                if (fd != (int)dir)
-                    kroots_note_epoll(fd);
+                kroots_note_epoll(fd);
             }
         }
     }

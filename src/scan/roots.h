@@ -2,8 +2,9 @@
  * hold itself: data and bss of every loaded object, TLS, thread stacks (also the parts of
  * parked threads' stacks and their saved registers), alternate signal stacks, and the
  * program's own writable private mappings, from /proc/self/maps, read into a static buffer
- * (no allocation), and the pointers only the kernel holds (scan/kroots.h). Ranges the caller excludes (Oscar's metadata, the protect heap, whose live
- * objects it walks itself) are cut out. Pages never touched are skipped (mincore).
+ * (no allocation), and the pointers only the kernel holds (scan/kroots.h). Ranges the
+ * caller excludes (Oscar's metadata, the protect heap, whose live objects it walks itself)
+ * are cut out. Pages never touched are skipped (mincore).
  *
  * Reading a root may fault (a mapping unmapped meanwhile, a file mapping past its end):
  * roots_read_guarded() turns such a fault into "skip this range" (report/fault.c hook). */
