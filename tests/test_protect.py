@@ -32,7 +32,9 @@ MARKS = {"stop": {"OSCAR_MARK": "stop"},
                              "OSCAR_MARK_PAUSE_MS": "0", "OSCAR_MARK_THREADS": "4",
                              "PROTECT_BALLAST_KIB": "4096"},
          "concurrent": {"OSCAR_MARK": "auto", "OSCAR_MARK_CONCURRENT_MIB": "0",
-                        "OSCAR_MARK_PAUSE_MS": "0"}}
+                        "OSCAR_MARK_PAUSE_MS": "0"},
+         # ... on the marker thread, in a copy-on-write child of the process (a snapshot)
+         "snapshot": {"OSCAR_MARK": "snapshot", "OSCAR_MARK_CONCURRENT_MIB": "0"}}
 
 
 def write_tracking_works():
@@ -57,6 +59,8 @@ def assert_mark_kind(stats, mark):
         assert stats["scan_concurrent_rounds"] == 0, stats
         if mark == "team":
             assert stats["scan_team_rounds"] > 0, stats
+    elif mark == "snapshot":
+        assert stats["scan_snapshot_rounds"] > 0 and stats["scan_concurrent_rounds"] == 0, stats
     elif write_tracking_works():
         assert stats["scan_concurrent_rounds"] > 0, stats
         if mark == "concurrent-team":
@@ -102,7 +106,7 @@ def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
 
 
 # (The controls show the check can fail; with the team's variants they would show it again.)
-CONTROL_MARKS = ["concurrent", "stop"]
+CONTROL_MARKS = ["concurrent", "snapshot", "stop"]
 
 
 @pytest.mark.parametrize("mark", CONTROL_MARKS)

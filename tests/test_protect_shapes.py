@@ -17,6 +17,7 @@ FREQUENT = {"OSCAR_MODE": "protect", "OSCAR_QUARANTINE_FLOOR_KIB": "2",
 SHAPES = [
     ("protect_shape_altstack_bss", []),      # a global beside another thread's altstack
     ("protect_shape_readonly", []),          # an anonymous page made read-only
+    ("protect_shape_readonly", ["aftershared"]),  # ... right after a shared anonymous one
     ("protect_shape_shared", ["memfd"]),     # the program's own memfd, MAP_SHARED
     ("protect_shape_shared", ["shm"]),       # POSIX shared memory (/dev/shm)
     ("protect_shape_shared", ["anon"]),      # MAP_SHARED | MAP_ANONYMOUS

@@ -426,7 +426,11 @@ int os_page_faults(uint64_t *minor, uint64_t *major) {
 }
 
 int os_status_bytes(const char *field, uint64_t *bytes) {
-    int fd, err = open_read("/proc/self/status", &fd);
+    return os_proc_bytes("/proc/self/status", field, bytes);
+}
+
+int os_proc_bytes(const char *path, const char *field, uint64_t *bytes) {
+    int fd, err = open_read(path, &fd);
     if (err)
         return err;
     char buf[8192];
@@ -556,6 +560,11 @@ void os_futex_wake_shared(_Atomic uint32_t *word, int n) {
 
 void *os_map_shared_anon(size_t len, int *err) {
     return mmap_raw(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0, err);
+}
+
+long os_syscall(long n, long a, long b, long c, long d, long e) {
+    os_count(OS_CALL_OTHER);
+    return sys6(n, a, b, c, d, e, 0);
 }
 
 bool os_child_gone(int pid) {

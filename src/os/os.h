@@ -105,6 +105,8 @@ long os_readlink(const char *path, char *buf, size_t cap);
 int os_page_faults(uint64_t *minor, uint64_t *major);
 /* A "Name:   N kB" field of /proc/self/status, in bytes. */
 int os_status_bytes(const char *field, uint64_t *bytes);
+/* The same, from another file of such lines ("Field:   N kB"), as /proc/self/smaps_rollup. */
+int os_proc_bytes(const char *path, const char *field, uint64_t *bytes);
 /* Bytes of a file actually backed by memory (st_blocks): sparse holes count nothing. */
 int os_file_resident(int fd, uint64_t *bytes);
 long os_gettid(void);
@@ -143,6 +145,8 @@ int os_futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, uint64_t tim
 void os_futex_wake_shared(_Atomic uint32_t *word, int n);
 /* A shared anonymous mapping (seen by the children forked after it). */
 void *os_map_shared_anon(size_t len, int *err);
+/* A system call, errno untouched: its result, or -errno (counted as OS_CALL_OTHER). */
+long os_syscall(long n, long a, long b, long c, long d, long e);
 /* Has child pid exited (a zombie, or reaped)? The child is not reaped. */
 bool os_child_gone(int pid);
 /* Descriptors, limits and the canonical heap's window (issue 18). */

@@ -21,6 +21,7 @@
 #include "base/options.h"
 #include "base/stats.h"
 #include "heap/protect_heap.h"
+#include "os/cowchild.h"
 #include "os/os.h"
 #include "os/ownthread.h"
 #include "os/wtrack.h"
@@ -831,6 +832,7 @@ static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
     if (err) {
         warn_once(err == -ENOSPC    ? "the program has more epoll instances than it can note"
                   : err == -ENOTSUP ? "the kernel does not list the program's timers"
+                  : err == -ECHILD  ? "the snapshot's child process failed"
                                     : "cannot read the process's mappings");
         stats_add(STAT_SCAN_SKIPPED, 1);
         return;
@@ -901,7 +903,7 @@ struct text_range { uintptr_t lo, hi; };
 
 /* The concurrent mark's state. */
 static struct {
-    int setting;              /* OPT_MARK: 0 auto, 1 concurrent, 2 stop (set at init) */
+    int setting; /* OPT_MARK: 0 auto, 1 concurrent, 2 stop, 3 snapshot (set at init) */
     bool verbose;             /* OPT_VERBOSE (set at init) */
     /* OPT_MARK_CONCURRENT_MIB in heap pages (set at init): below it a mark takes a few
      * milliseconds with the world stopped, less than a concurrent round's fixed cost
@@ -934,6 +936,12 @@ static struct {
     struct text_range libc_text, ldso_text; /* set once at init (find_libc) */
     struct text_range own_text; /* Oscar's own code: set by its first reader, racy but
                                  * idempotent (every thread computes the same) */
+    /* Snapshot rounds (the marker thread): why they cannot be had here (an errno value, 0:
+     * they can), said once; the channel from the round's child while it runs (a fork child
+     * of the program's unmaps it). */
+    int snap_off;
+    atomic_int snap_said;
+    _Atomic(struct cow_chan *) snap_ch;
 } cm_state = {.wt = {.fd = -1}, .pm = -1, .starting = ATOMIC_FLAG_INIT};
 
 /* The concurrent mark's tables (all zero: .bss, apart from cm_state's initialised fields). */
@@ -944,6 +952,9 @@ static struct {
      * only as far as used). */
     struct { uintptr_t lo, hi; } pieces[PIECES_MAX];
     size_t npieces;
+    /* A snapshot round's batch of words: the child's (its copy) to send, the marker's to
+     * take (32 KiB). */
+    uint64_t snap_words[COW_WORDS];
 } cm_buf_state;
 
 static void say_stopped_marks(int err) {
@@ -1162,6 +1173,176 @@ static int open_trackers_stopped(void) {
     return err == EAGAIN ? EIO : err;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * The snapshot mark (OSCAR_MARK=snapshot). The world stops only while the process is copied
+ * (os/cowchild.h: its page tables, ~3 ms for 200 MiB here) and while what a copy would not
+ * hold as it was is read: shared memory and the kernel's roots. The child reads everything
+ * else in its copy, every private page, stack and register as they were in the stop, and
+ * sends back the candidates it found pointed to. No last stop: a pointer to a candidate that
+ * the program holds later was copied from somewhere (a candidate was freed before the stop,
+ * so nothing makes a new one), and following the copies back, some place held it in the stop,
+ * where either this thread or the child read it. The price: the kernel copies each page the
+ * program first writes while the child lives (~5 us a page here), and those copies are
+ * memory until the child is done. */
+
+#define SNAP_LARGE 0xFFFFu /* a record's slot for a large object */
+#define SNAP_TIMEOUT_NS (60ULL * 1000 * 1000 * 1000) /* a child silent this long is killed */
+
+/* The child: read the copy, send (page << 16 | slot) for each candidate marked; the last
+ * batch ends with the bytes read and the bytes of the pages copied for it so far (its
+ * private dirty memory: what the program wrote meanwhile, the old contents kept for the
+ * child). Never returns. */
+__attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t used,
+                                                    size_t nex) {
+    uint64_t *buf = cm_buf_state.snap_words;
+    unsigned n = 0;
+    if (roots_for_each_of(ROOTS_PRIVATE, scan_root, NULL, mark_state.ex, nex, 0) != 0)
+        cow_child_exit(2);
+    mark_state.name = NULL;
+    scan_heap(0, used, used);
+    flush_scanned();
+    for (size_t i = 0; i < used; i++) {
+        if (n + 64 > COW_WORDS) {
+            cow_child_send(c, buf, n, false);
+            n = 0;
+        }
+        struct ph_page *pg = &ph.pages[i];
+        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_relaxed);
+        if (!page_has_cand(i))
+            continue;
+        if (kind == PHK_LARGE &&
+            atomic_load_explicit(&pg->lstate, memory_order_relaxed) == PHS_MARKED)
+            buf[n++] = (uint64_t)i << 16 | SNAP_LARGE;
+        if (kind != PHK_SMALL)
+            continue;
+        for (unsigned w = 0; w < pg->nwords; w++) {
+            if (n + 64 > COW_WORDS) {
+                cow_child_send(c, buf, n, false);
+                n = 0;
+            }
+            for (uint64_t m = word_in_state(ph.meta[i].slot, w, pg->nslots, PHS_MARKED); m;
+                 m &= m - 1)
+                buf[n++] = (uint64_t)i << 16 | (w * 64 + (unsigned)__builtin_ctzll(m));
+        }
+    }
+    uint64_t copied = 0;
+    os_proc_bytes("/proc/self/smaps_rollup", "Private_Dirty:", &copied);
+    buf[n++] = atomic_load(&mark_state.scanned);
+    buf[n++] = copied;
+    cow_child_send(c, buf, n, true);
+    cow_child_exit(0);
+}
+
+/* The parent: a record of the child's. Only CAND turns MARKED (a record is never trusted to
+ * name anything else). */
+static void snapshot_mark(uint64_t r, size_t used) {
+    size_t i = (size_t)(r >> 16);
+    unsigned s = (unsigned)(r & 0xFFFF);
+    if (i >= used)
+        return;
+    struct ph_page *pg = &ph.pages[i];
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    if (s == SNAP_LARGE && kind == PHK_LARGE) {
+        uint32_t cand = PHS_CAND;
+        atomic_compare_exchange_strong(&pg->lstate, &cand, PHS_MARKED);
+    } else if (kind == PHK_SMALL && s < pg->nslots) {
+        _Atomic uint16_t *p = &ph.meta[i].slot[s];
+        uint16_t v = atomic_load_explicit(p, memory_order_relaxed);
+        if ((v & PHS_MASK) == PHS_CAND) /* (CAND changes only by the mark: a plain store) */
+            atomic_store_explicit(p, (uint16_t)((v & ~PHS_MASK) | PHS_MARKED),
+                                  memory_order_relaxed);
+    }
+}
+
+/* The child's answer, applied as it comes. true: all of it came, and the child ended well. */
+static bool snapshot_answer(struct cow_child *c, size_t used) {
+    uint64_t *buf = cm_buf_state.snap_words;
+    bool last = false;
+    long n = 0;
+    while (!last) {
+        n = cow_child_take(c, buf, &last, SNAP_TIMEOUT_NS);
+        if (n < 0)
+            break;
+        long records = last ? n - 2 : n;
+        for (long j = 0; j < records; j++)
+            snapshot_mark(buf[j], used);
+    }
+    bool whole = last && n >= 2;
+    if (whole) {
+        atomic_fetch_add(&mark_state.scanned, buf[n - 2]);
+        stats_raise_peak(STAT_PEAK_SNAPSHOT_COPY_BYTES, buf[n - 1]);
+    }
+    atomic_store(&cm_state.snap_ch, NULL);
+    return cow_child_end(c, !whole) && whole;
+}
+
+static void say_no_snapshot(int err) {
+    cm_state.snap_off = err;
+    if (atomic_exchange(&cm_state.snap_said, 1))
+        return;
+    char buf[256];
+    struct fmt f = FMT_INIT(buf);
+    msg_start(&f, MSG_SNAPSHOT_OFF);
+    fmt_str(&f, mark_state.dangling ? "OSCAR_DANGLING=report names pointers from one thread"
+                                    : "no child process could be made");
+    fmt_str(&f, ", errno ");
+    fmt_i64(&f, err);
+    fmt_str(&f, "): marks are concurrent or stopped instead\n");
+    fmt_flush(&f, 2);
+}
+
+/* A snapshot round (the marker thread). false: none can be had here (the caller marks
+ * another way). */
+static bool snapshot_round(void) {
+    if (cm_state.snap_off)
+        return false;
+    if (mark_state.dangling) {
+        say_no_snapshot(EINVAL);
+        return false;
+    }
+    uint64_t t0 = os_monotonic_ns();
+    size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
+    if (!used)
+        return true;
+    atomic_store(&mark_state.scanned, 0);
+    mark_state.printed = 0;
+    mark_state.threads = 1;
+    candidates(0, used); /* (the world running: objects freed from here on wait) */
+    size_t nex = not_roots();
+    uint64_t s0 = os_monotonic_ns();
+    if (stop_world() != 0) {
+        unmark(used, false);
+        stats_add(STAT_SCAN_SKIPPED, 1);
+        return true;
+    }
+    /* Stopped. Locks held: the world lock only; the parked threads may hold any other, and
+     * the child takes none (it runs on this thread's copy alone). */
+    int err = roots_for_each_of(ROOTS_SHARED | ROOTS_KERNEL, scan_root, NULL, mark_state.ex,
+                                nex, 0);
+    mark_state.name = NULL;
+    struct cow_child c = {-1, NULL};
+    int r = err ? 0 : cow_child_start(&c, "oscar-snapshot");
+    if (!err && r == 0)
+        snapshot_child(&c, used, nex);
+    if (r > 0)
+        atomic_store(&cm_state.snap_ch, c.ch);
+    resume_world();
+    uint64_t stop_ns = os_monotonic_ns() - s0;
+    if (!err && r < 0) {
+        unmark(used, false);
+        note_pause(stop_ns / 1000);
+        say_no_snapshot(-r);
+        return false;
+    }
+    if (!err && !snapshot_answer(&c, used))
+        err = -ECHILD;
+    if (err)
+        unmark(used, false);
+    stats_add(STAT_SCAN_SNAPSHOT_ROUNDS, 1);
+    finish_round(used, err, t0, stop_ns);
+    return true;
+}
+
 static void *marker_main(void *arg) {
     (void)arg;
     in_mark = 1; /* (this thread does nothing else) */
@@ -1174,14 +1355,16 @@ static void *marker_main(void *arg) {
         if (atomic_load(&cm_state.quit))
             return NULL;
         if (!atomic_exchange_explicit(&mark_state.marking, 1, memory_order_acquire)) {
-            int err = open_trackers_stopped();
-            if (err || !concurrent_round()) {
-                /* A round with the world stopped (this thread's stack is Oscar's metadata,
-                 * no root), which opens the trackers while it is stopped. */
-                err = mark_body_locked(NULL, true);
-                if (err) {
-                    atomic_store(&cm_state.state, CM_OFF);
-                    say_stopped_marks(err);
+            if (!(cm_state.setting == 3 && snapshot_round())) {
+                int err = open_trackers_stopped();
+                if (err || !concurrent_round()) {
+                    /* A round with the world stopped (this thread's stack is Oscar's
+                     * metadata, no root), which opens the trackers while it is stopped. */
+                    err = mark_body_locked(NULL, true);
+                    if (err) {
+                        atomic_store(&cm_state.state, CM_OFF);
+                        say_stopped_marks(err);
+                    }
                 }
             }
             atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
@@ -1405,6 +1588,9 @@ void mark_fork_child(void) {
         if (pagemap_valid())
             os_close(cm_state.pm); /* (the parent's pagemap) */
         cm_state.pm = -1;
+        struct cow_chan *ch = atomic_exchange(&cm_state.snap_ch, NULL);
+        if (ch)
+            os_unmap(ch, sizeof *ch); /* (the parent's snapshot channel) */
         atomic_store(&cm_state.done, atomic_load(&cm_state.want));
     }
     if (in_mark || !atomic_load_explicit(&mark_state.marking, memory_order_acquire))

@@ -189,6 +189,7 @@ struct walk {
     bool last_own;
     bool shared;    /* the mapping being reported is shared memory */
     int pagemap_fd; /* /proc/self/pagemap, or -1 */
+    unsigned which; /* ROOTS_*: the kinds of memory reported */
     char name[64];
 };
 
@@ -325,7 +326,11 @@ static void copy_path(char *dst, const char *src) {
 
 static int root_line(const struct maps_line *m, void *argv) {
     struct walk *w = argv;
-    bool file = m->path[0] == '/' && m->inode != 0;
+    /* A file mapping that may be a loaded object's (whose bss may follow it): private. A
+     * shared one is memory of the program's (/dev/zero for MAP_SHARED | MAP_ANONYMOUS, a
+     * memfd, /dev/shm): what follows it is no object's bss, nor are its read-only pages. */
+    bool file = m->path[0] == '/' && m->inode != 0 && m->perms[3] == 'p' &&
+                !starts_with(m->path, "/dev/zero");
     bool follows_file = m->lo == w->last_end && m->path[0] == 0 && w->last_path[0];
     bool own = (m->lo <= w->own_lo && w->own_lo < m->hi) ||
                (file && w->own_path[0] && strcmp(m->path, w->own_path) == 0) ||
@@ -362,6 +367,8 @@ static int root_line(const struct maps_line *m, void *argv) {
         return 0; /* device memory: reading it may have effects */
 
     w->shared = m->perms[3] == 's';
+    if (!(w->which & (w->shared ? ROOTS_SHARED : ROOTS_PRIVATE)))
+        return 0;
     /* A parked thread's stack is read from its sp (less the red zone) up, its signal frame
      * apart; below lies dead stack. Only a mapping that is nothing but a stack is cut so: the
      * main [stack], or an anonymous mapping that is not a loaded object's bss. A stack pointer
@@ -412,9 +419,9 @@ static int root_line(const struct maps_line *m, void *argv) {
 static volatile uintptr_t own_marker = 1;
 static struct walk walk_state; /* (the world is stopped: one walk at a time) */
 
-__attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
-                                             const struct root_range *exclude,
-                                             size_t nexclude, uintptr_t stack_from) {
+__attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, void *arg,
+                                                const struct root_range *exclude,
+                                                size_t nexclude, uintptr_t stack_from) {
     /* Spill the callee-saved registers into this frame, below the caller's: they may hold
      * the only copy of a pointer, and the caller's stack is reported from here up. */
     __builtin_unwind_init();
@@ -426,14 +433,30 @@ __attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
     w->arg = arg;
     w->exclude = exclude;
     w->nexclude = nexclude;
+    w->which = which;
     w->self_sp = stack_from ? stack_from : (uintptr_t)&regs;
     w->own_lo = (uintptr_t)&own_marker;
-    w->pagemap_fd = roots_pagemap_open();
-    int err = maps_each(roots_state.roots_buf, root_line, w);
-    if (w->pagemap_fd >= 0)
-        os_close(w->pagemap_fd);
-    if (!err)
+    int err = 0;
+    if (which & (ROOTS_PRIVATE | ROOTS_SHARED)) {
+        w->pagemap_fd = roots_pagemap_open();
+        err = maps_each(roots_state.roots_buf, root_line, w);
+        if (w->pagemap_fd >= 0)
+            os_close(w->pagemap_fd);
+    }
+    if (!err && (which & ROOTS_KERNEL))
         err = kroots_for_each(fn, arg);
+    __asm__ volatile("" : : "r"(&regs) : "memory");
+    return err;
+}
+
+__attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
+                                             const struct root_range *exclude,
+                                             size_t nexclude, uintptr_t stack_from) {
+    __builtin_unwind_init();
+    jmp_buf regs;
+    setjmp(regs);
+    int err = roots_for_each_of(ROOTS_ALL, fn, arg, exclude, nexclude,
+                                stack_from ? stack_from : (uintptr_t)&regs);
     __asm__ volatile("" : : "r"(&regs) : "memory");
     return err;
 }

@@ -24,6 +24,12 @@ typedef void (*roots_fn)(uintptr_t lo, uintptr_t hi, enum root_kind kind, const 
  * this call's frame, its callee-saved registers spilled there. */
 int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, size_t nexclude,
                    uintptr_t stack_from);
+/* Which roots roots_for_each_of reports: a snapshot mark (scan/snapshot.h) reads private
+ * memory in a copy-on-write child of the process, and shared memory and what the kernel
+ * holds (which a child would see live, not as they were) in the parent, while it is stopped. */
+enum { ROOTS_PRIVATE = 1, ROOTS_SHARED = 2, ROOTS_KERNEL = 4, ROOTS_ALL = 7 };
+int roots_for_each_of(unsigned which, roots_fn fn, void *arg, const struct root_range *exclude,
+                      size_t nexclude, uintptr_t stack_from);
 /* Runs fn(lo, hi, arg) so that a fault while reading [lo, hi) returns -EFAULT instead of
  * killing the program. */
 int roots_read_guarded(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), uintptr_t lo,

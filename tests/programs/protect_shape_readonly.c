@@ -1,12 +1,21 @@
 /* Protect mode: the only pointer to a freed object lies in an anonymous page the program made
- * read-only after writing it (a table sealed with mprotect): still a root. See
- * protect_common.h. */
+ * read-only after writing it (a table sealed with mprotect): still a root. With
+ * "aftershared", the page lies right after a shared anonymous mapping (in /proc/self/maps a
+ * "/dev/zero" line: a file's name, but no loaded object's, so the page is no object's
+ * read-only data). See protect_common.h. */
 #include "protect_common.h"
 #include <sys/mman.h>
 
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
-    void **page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int after_shared = argc > 1 && strcmp(argv[1], "aftershared") == 0;
+    char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (two == MAP_FAILED)
+        return 2;
+    if (after_shared && mmap(two, 4096, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+        return 2;
+    void **page = (void **)(two + 4096);
     uintptr_t m = make_object();
     page[7] = control ? NULL : (void *)(m ^ MASK);
     mprotect(page, 4096, PROT_READ);

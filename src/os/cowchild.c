@@ -1,0 +1,109 @@
+/* cowchild: see cowchild.h. */
+#define _GNU_SOURCE
+#include "os/cowchild.h"
+#include "os/os.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#define CHAN_BYTES ((sizeof(struct cow_chan) + 4095) & ~(size_t)4095)
+#define NAP_NS (20 * 1000 * 1000) /* how often a waiting parent looks whether the child died */
+
+int cow_child_start(struct cow_child *c, const char *name) {
+    int err;
+    struct cow_chan *ch = os_map_shared_anon(CHAN_BYTES, &err);
+    if (!ch)
+        return -err;
+    int parent = os_getpid();
+    /* Exit signal 0, no sharing: fork's copy of the memory, without libc's fork (no atfork
+     * handler of the program runs, no lock of libc is reset). */
+    long r = os_syscall(SYS_clone, 0, 0, 0, 0, 0);
+    if (r < 0) {
+        os_unmap(ch, CHAN_BYTES);
+        return (int)r;
+    }
+    c->ch = ch;
+    if (r > 0) {
+        c->pid = (int)r;
+        return 1;
+    }
+    /* The child. Dies with the thread that made it; if that is gone already, leaves. */
+    os_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (os_syscall(SYS_getppid, 0, 0, 0, 0, 0) != parent)
+        cow_child_exit(1);
+    os_syscall(SYS_prctl, PR_SET_NAME, (long)name, 0, 0, 0);
+    /* A fault while reading is recovered by Oscar's handler (a mapping past its file's end):
+     * a blocked synchronous fault signal would kill the child instead. */
+    sigset_t open;
+    sigemptyset(&open);
+    sigaddset(&open, SIGSEGV);
+    sigaddset(&open, SIGBUS);
+    os_sigprocmask(SIG_UNBLOCK, &open, NULL);
+    c->pid = 0;
+    return 0;
+}
+
+void cow_child_send(struct cow_child *c, const uint64_t *words, unsigned n, bool last) {
+    struct cow_chan *ch = c->ch;
+    uint32_t s = atomic_load_explicit(&ch->sent, memory_order_relaxed);
+    uint32_t t;
+    while ((t = atomic_load_explicit(&ch->taken, memory_order_acquire)) != s)
+        os_futex_wait_shared(&ch->taken, t, 0);
+    memcpy(ch->words, words, n * sizeof *words);
+    ch->n = n;
+    ch->last = last;
+    atomic_store_explicit(&ch->sent, s + 1, memory_order_release);
+    os_futex_wake_shared(&ch->sent, 1);
+}
+
+void cow_child_exit(int code) {
+    for (;;)
+        os_syscall(SYS_exit_group, code, 0, 0, 0, 0);
+}
+
+/* Has the child exited (not reaped: WNOWAIT)? */
+static bool child_exited(int pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    long r = os_syscall(SYS_waitid, P_PID, pid, (long)&info,
+                        WEXITED | WNOHANG | WNOWAIT | __WCLONE, 0);
+    return r != 0 || info.si_pid == pid;
+}
+
+long cow_child_take(struct cow_child *c, uint64_t *words, bool *last, uint64_t timeout_ns) {
+    struct cow_chan *ch = c->ch;
+    uint32_t t = atomic_load_explicit(&ch->taken, memory_order_relaxed);
+    uint64_t t0 = os_monotonic_ns();
+    while (atomic_load_explicit(&ch->sent, memory_order_acquire) == t) {
+        /* (The child may have sent and exited between the load and this check.) */
+        if (child_exited(c->pid) && atomic_load_explicit(&ch->sent, memory_order_acquire) == t)
+            return -ECHILD;
+        if (os_monotonic_ns() - t0 >= timeout_ns)
+            return -ETIMEDOUT;
+        os_futex_wait_shared(&ch->sent, t, NAP_NS);
+    }
+    unsigned n = ch->n <= COW_WORDS ? ch->n : COW_WORDS;
+    memcpy(words, ch->words, n * sizeof *words);
+    *last = ch->last != 0;
+    atomic_store_explicit(&ch->taken, t + 1, memory_order_release);
+    os_futex_wake_shared(&ch->taken, 1);
+    return n;
+}
+
+bool cow_child_end(struct cow_child *c, bool kill) {
+    if (kill)
+        os_syscall(SYS_kill, c->pid, SIGKILL, 0, 0, 0);
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    long r;
+    do
+        r = os_syscall(SYS_waitid, P_PID, c->pid, (long)&info, WEXITED | __WCLONE, 0);
+    while (r == -EINTR);
+    os_unmap(c->ch, CHAN_BYTES);
+    c->ch = NULL;
+    return r == 0 && info.si_code == CLD_EXITED && info.si_status == 0;
+}
