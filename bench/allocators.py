@@ -73,6 +73,14 @@ EXTRA = [
     Allocator("oscar-protect-stop", OSCAR, {"OSCAR_MODE": "protect", "OSCAR_MARK": "stop"},
               note="protect mode, every mark with the world stopped (OSCAR_MARK=stop: what "
                    "kernels before 6.7 get)"),
+    Allocator("oscar-protect-concurrent", OSCAR, {"OSCAR_MODE": "protect",
+                                                  "OSCAR_MARK": "concurrent"},
+              note="protect mode, marks concurrent from 8 MiB of heap on (OSCAR_MARK=concurrent: "
+                   "userfaultfd's asynchronous write-protect, a last stop that reads the pages "
+                   "written meanwhile)"),
+    Allocator("oscar-protect-snapshot", OSCAR, {"OSCAR_MODE": "protect", "OSCAR_MARK": "snapshot"},
+              note="protect mode, snapshot marks from 8 MiB of heap on (OSCAR_MARK=snapshot: a "
+                   "copy-on-write child reads the process as it was; no last stop)"),
     Allocator("oscar-protect-1thread", OSCAR, {"OSCAR_MODE": "protect", "OSCAR_MARK_THREADS": "1"},
               note="protect mode, every mark read by the marking thread alone "
                    "(OSCAR_MARK_THREADS=1: no helper thread, what a process on one CPU gets)"),

@@ -15,7 +15,8 @@ import os
 import measure
 
 # allocators whose marks are measured, when the run has them
-PAUSE_ALLOCATORS = ("oscar-protect", "oscar-protect-stop", "oscar-protect-1thread", "markus")
+PAUSE_ALLOCATORS = ("oscar-protect", "oscar-protect-stop", "oscar-protect-concurrent",
+                    "oscar-protect-snapshot", "oscar-protect-1thread", "markus")
 AVERAGE_NODE = 144  # bytes: scanstress's nodes are 32..256 B
 
 
@@ -57,7 +58,8 @@ def sweep(progs, ready, clean_env, timeout, rejected=None, quick=False, smoke=Fa
                 tail = r.stderr_tail.strip()
                 row["note"] = tail.splitlines()[-1][:160] if tail else ""
             for key in ("scan_rounds", "scan_skipped", "scan_pause_us_median",
-                        "scan_pause_us_max", "scan_bytes", "scan_still_referenced"):
+                        "scan_pause_us_max", "scan_bytes", "scan_still_referenced",
+                        "peak_snapshot_copy_bytes"):
                 if key in r.oscar:
                     row[key] = r.oscar[key]
             if row.get("scan_rounds") and row.get("scan_bytes"):
@@ -80,7 +82,7 @@ def _ms(us):
 
 COLUMNS = ["allocator", "live_mib", "status", "time_s", "mem_mib", "scan_rounds", "scan_skipped",
            "scan_pause_us_median", "scan_pause_us_max", "scan_bytes", "scan_mib_per_round",
-           "scan_gib_per_s", "scan_still_referenced", "note"]
+           "scan_gib_per_s", "scan_still_referenced", "peak_snapshot_copy_bytes", "note"]
 
 
 def write_csv(rows, path):
@@ -94,22 +96,26 @@ def write_csv(rows, path):
 
 def markdown(rows):
     lines = ["### Stops of the world against the live heap (scanstress, one run each)", "",
-             "| allocator | live MiB | status | time s | marks | median stop ms | max stop ms "
-             "| max ms per 100 MiB live | MiB scanned per mark | GiB/s | still referenced |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| allocator | live MiB | status | time s | peak MiB | marks | median stop ms "
+             "| max stop ms | max ms per 100 MiB live | MiB scanned per mark | GiB/s "
+             "| still referenced | snapshot copies MiB |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         per100 = (r["scan_pause_us_max"] / 1000.0 / r["live_mib"] * 100
                   if r.get("scan_pause_us_max") is not None else None)
-        lines.append("| %s | %d | %s | %.2f | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["allocator"], r["live_mib"], r["status"], r["time_s"],
+        copies = r.get("peak_snapshot_copy_bytes")
+        lines.append("| %s | %d | %s | %.2f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["allocator"], r["live_mib"], r["status"], r["time_s"], r.get("mem_mib", 0.0),
             r.get("scan_rounds", ""), _blank_ms(r.get("scan_pause_us_median")),
             _blank_ms(r.get("scan_pause_us_max")), "" if per100 is None else "%.1f" % per100,
             "" if r.get("scan_mib_per_round") is None else "%.0f" % r["scan_mib_per_round"],
             "" if r.get("scan_gib_per_s") is None else "%.1f" % r["scan_gib_per_s"],
-            r.get("scan_still_referenced", "")))
+            r.get("scan_still_referenced", ""), "%.0f" % (copies / 2**20) if copies else ""))
     lines += ["", "Blank: the allocator reported no such figure (MarkUs logs its stops in "
               "whole milliseconds and no bytes scanned). GiB/s: MiB scanned per mark over the "
-              "median stop.", ""]
+              "median stop. Peak MiB: the process tree's (a snapshot mark's child included). "
+              "Snapshot copies: the most memory a snapshot mark's child held alone (the pages "
+              "the program wrote while it read).", ""]
     return "\n".join(lines)
 
 

@@ -430,6 +430,14 @@ int os_status_bytes(const char *field, uint64_t *bytes) {
 }
 
 int os_proc_bytes(const char *path, const char *field, uint64_t *bytes) {
+    uint64_t kib;
+    int err = os_proc_value(path, field, &kib);
+    if (!err)
+        *bytes = kib << 10;
+    return err;
+}
+
+int os_proc_value(const char *path, const char *field, uint64_t *value) {
     int fd, err = open_read(path, &fd);
     if (err)
         return err;
@@ -446,7 +454,7 @@ int os_proc_bytes(const char *path, const char *field, uint64_t *bytes) {
             for (char *p = line + flen; *p && *p != '\n'; p++)
                 if (*p >= '0' && *p <= '9')
                     v = v * 10 + (uint64_t)(*p - '0');
-            *bytes = v << 10;
+            *value = v;
             return 0;
         }
         line = strchr(line, '\n');

@@ -107,6 +107,8 @@ int os_page_faults(uint64_t *minor, uint64_t *major);
 int os_status_bytes(const char *field, uint64_t *bytes);
 /* The same, from another file of such lines ("Field:   N kB"), as /proc/self/smaps_rollup. */
 int os_proc_bytes(const char *path, const char *field, uint64_t *bytes);
+/* The number on a field's line, as it is (no unit): "Seccomp:\t2" gives 2. */
+int os_proc_value(const char *path, const char *field, uint64_t *value);
 /* Bytes of a file actually backed by memory (st_blocks): sparse holes count nothing. */
 int os_file_resident(int fd, uint64_t *bytes);
 long os_gettid(void);

@@ -1276,17 +1276,24 @@ static bool snapshot_answer(struct cow_child *c, size_t used) {
     return cow_child_end(c, !whole) && whole;
 }
 
-static void say_no_snapshot(int err) {
-    cm_state.snap_off = err;
+/* Why snapshot rounds cannot be had here: a negative errno (no child could be made), or one
+ * of these. Said once; the rounds are concurrent or stopped from then on. */
+enum { SNAP_DANGLING = 1, SNAP_SECCOMP = 2 };
+static void say_no_snapshot(int why) {
+    cm_state.snap_off = why;
     if (atomic_exchange(&cm_state.snap_said, 1))
         return;
     char buf[256];
     struct fmt f = FMT_INIT(buf);
     msg_start(&f, MSG_SNAPSHOT_OFF);
-    fmt_str(&f, mark_state.dangling ? "OSCAR_DANGLING=report names pointers from one thread"
-                                    : "no child process could be made");
-    fmt_str(&f, ", errno ");
-    fmt_i64(&f, err);
+    if (why == SNAP_DANGLING)
+        fmt_str(&f, "OSCAR_DANGLING=report names pointers from one thread");
+    else if (why == SNAP_SECCOMP)
+        fmt_str(&f, "a seccomp filter is on, and it might kill a process that makes a child");
+    else {
+        fmt_str(&f, "no child process could be made, errno ");
+        fmt_i64(&f, -why);
+    }
     fmt_str(&f, "): marks are concurrent or stopped instead\n");
     fmt_flush(&f, 2);
 }
@@ -1294,12 +1301,15 @@ static void say_no_snapshot(int err) {
 /* A snapshot round (the marker thread). false: none can be had here (the caller marks
  * another way). */
 static bool snapshot_round(void) {
+    uint64_t seccomp = 0;
+    if (!cm_state.snap_off && mark_state.dangling)
+        say_no_snapshot(SNAP_DANGLING);
+    /* (A filter may be installed at any time: asked before each round, a read of /proc.) */
+    else if (!cm_state.snap_off &&
+             (os_proc_value("/proc/self/status", "Seccomp:", &seccomp) != 0 || seccomp != 0))
+        say_no_snapshot(SNAP_SECCOMP);
     if (cm_state.snap_off)
         return false;
-    if (mark_state.dangling) {
-        say_no_snapshot(EINVAL);
-        return false;
-    }
     uint64_t t0 = os_monotonic_ns();
     size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     if (!used)
@@ -1331,7 +1341,7 @@ static bool snapshot_round(void) {
     if (!err && r < 0) {
         unmark(used, false);
         note_pause(stop_ns / 1000);
-        say_no_snapshot(-r);
+        say_no_snapshot(r);
         return false;
     }
     if (!err && !snapshot_answer(&c, used))
