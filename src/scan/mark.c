@@ -1186,12 +1186,12 @@ static int open_trackers_stopped(void) {
  * memory until the child is done. */
 
 #define SNAP_LARGE 0xFFFFu /* a record's slot for a large object */
+#define SNAP_CHUNK_PAGES 64 /* heap pages the child reads, then drops (4 MiB) */
 #define SNAP_TIMEOUT_NS (60ULL * 1000 * 1000 * 1000) /* a child silent this long is killed */
 
 /* The child: read the copy, send (page << 16 | slot) for each candidate marked; the last
- * batch ends with the bytes read and the bytes of the pages copied for it so far (its
- * private dirty memory: what the program wrote meanwhile, the old contents kept for the
- * child). Never returns. */
+ * batch ends with the bytes read and the most memory the child held alone (its private dirty
+ * memory: the old contents of pages the program wrote meanwhile, sampled). Never returns. */
 __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t used,
                                                     size_t nex) {
     uint64_t *buf = cm_buf_state.snap_words;
@@ -1199,7 +1199,20 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
     if (roots_for_each_of(ROOTS_PRIVATE, scan_root, NULL, mark_state.ex, nex, 0) != 0)
         cow_child_exit(2);
     mark_state.name = NULL;
-    scan_heap(0, used, used);
+    /* The heap a chunk at a time, each chunk's copy dropped once read: a page the program
+     * writes after that is no longer shared with the child, and the kernel gives it back
+     * to the program without copying it (fewer copies: time, and the child's memory). A
+     * large object is read whole from the chunk it begins in. */
+    uint64_t copied = 0, now;
+    for (size_t first = 0; first < used; first += SNAP_CHUNK_PAGES) {
+        size_t last = used - first < SNAP_CHUNK_PAGES ? used : first + SNAP_CHUNK_PAGES;
+        scan_heap(first, last, used);
+        /* (Its copies' peak, sampled: reading the figure walks the child's page tables.) */
+        if (first % (16 * SNAP_CHUNK_PAGES) == 0 &&
+            os_proc_bytes("/proc/self/smaps_rollup", "Private_Dirty:", &now) == 0 && now > copied)
+            copied = now;
+        os_drop((void *)ph_page_base(first), (last - first) << PH_PAGE_SHIFT);
+    }
     flush_scanned();
     for (size_t i = 0; i < used; i++) {
         if (n + 64 > COW_WORDS) {
@@ -1225,8 +1238,8 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
                 buf[n++] = (uint64_t)i << 16 | (w * 64 + (unsigned)__builtin_ctzll(m));
         }
     }
-    uint64_t copied = 0;
-    os_proc_bytes("/proc/self/smaps_rollup", "Private_Dirty:", &copied);
+    if (os_proc_bytes("/proc/self/smaps_rollup", "Private_Dirty:", &now) == 0 && now > copied)
+        copied = now;
     buf[n++] = atomic_load(&mark_state.scanned);
     buf[n++] = copied;
     cow_child_send(c, buf, n, true);
