@@ -36,6 +36,13 @@ int cow_child_start(struct cow_child *c, const char *name) {
     if (os_syscall(SYS_getppid, 0, 0, 0, 0, 0) != parent)
         cow_child_exit(1);
     os_syscall(SYS_prctl, PR_SET_NAME, (long)name, 0, 0, 0);
+    /* If memory runs out while it lives (its copies of the pages the program writes), the
+     * kernel kills it before the program: its round then releases nothing. */
+    int fd;
+    if (os_open_write("/proc/self/oom_score_adj", &fd) == 0) {
+        os_write_all(fd, "1000", 4);
+        os_close(fd);
+    }
     /* A fault while reading is recovered by Oscar's handler (a mapping past its file's end):
      * a blocked synchronous fault signal would kill the child instead. */
     sigset_t open;

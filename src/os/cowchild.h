@@ -8,7 +8,8 @@
  * SIGCHLD, and wait() and waitpid() do not see it (only __WALL or __WCLONE would); every
  * signal but the synchronous faults stays blocked in it (the program's handlers never run
  * there); it dies with the thread that made it (PR_SET_PDEATHSIG) and leaves by exit_group,
- * no exit handler. Its answers come through a shared mapping of a few pages made for the
+ * no exit handler; it is the first the kernel kills when memory runs out (oom_score_adj
+ * 1000). Its answers come through a shared mapping of a few pages made for the
  * round, not a descriptor (a program that closes every descriptor, as daemons do, could
  * otherwise have its own read by us under the same number). It counts toward RLIMIT_NPROC
  * while it lives. */
