@@ -1175,7 +1175,8 @@ static int open_trackers_stopped(void) {
 
 /* ---------------------------------------------------------------------------------------
  * The snapshot mark (OSCAR_MARK=snapshot). The world stops only while the process is copied
- * (os/cowchild.h: its page tables, ~3 ms for 200 MiB here) and while what a copy would not
+ * (os/cowchild.h: its page tables, 35-140 ns per resident page here, 10-18 ms for
+ * scanstress's 390 MiB) and while what a copy would not
  * hold as it was is read: shared memory and the kernel's roots. The child reads everything
  * else in its copy, every private page, stack and register as they were in the stop, and
  * sends back the candidates it found pointed to. No last stop: a pointer to a candidate that
