@@ -87,4 +87,19 @@ static inline void report(int held, int released) {
     printf("held_reused %d\n", held);
     printf("released_reused %d\n", released);
 }
+
+/* The plain check, with the pointer held in a global (bss) variable: make the object, hold it
+ * there (unless control), free it, churn, clear the variable, churn again, report. */
+static void *volatile global_hold;
+__attribute__((noinline, unused)) static void check_held_by_global(void) {
+    uintptr_t m = make_object();
+    if (!control)
+        global_hold = (void *)(m ^ MASK);
+    free_object(m);
+    clear_stack();
+    int held = churn(m, ROUNDS);
+    global_hold = NULL;
+    clear_stack();
+    report(held, churn(m, ROUNDS));
+}
 #endif

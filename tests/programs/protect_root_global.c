@@ -2,18 +2,8 @@
  * to it; once the variable is cleared, it is. See protect_common.h. */
 #include "protect_common.h"
 
-static void *volatile hold;
-
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
-    uintptr_t m = make_object();
-    if (!control)
-        hold = (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    hold = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
+    check_held_by_global();
     return 0;
 }

@@ -15,8 +15,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void *volatile global;
-
 static int deny_fork(void) {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -47,14 +45,6 @@ int main(int argc, char **argv) {
         return 2;
     }
     protect_test_init(argc, argv);
-    uintptr_t m = make_object();
-    if (!control)
-        global = (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    global = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
+    check_held_by_global();
     return 0;
 }
