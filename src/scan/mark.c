@@ -941,6 +941,7 @@ static struct {
      * of the program's unmaps it). */
     int snap_off;
     atomic_int snap_said;
+    atomic_bool not_copied; /* mark_note_not_copied was called (any thread) */
     _Atomic(struct cow_chan *) snap_ch;
 } cm_state = {.wt = {.fd = -1}, .pm = -1, .starting = ATOMIC_FLAG_INIT};
 
@@ -1292,7 +1293,7 @@ static bool snapshot_answer(struct cow_child *c, size_t used) {
 
 /* Why snapshot rounds cannot be had here: a negative errno (no child could be made), or one
  * of these. Said once; the rounds are concurrent or stopped from then on. */
-enum { SNAP_DANGLING = 1, SNAP_SECCOMP = 2 };
+enum { SNAP_DANGLING = 1, SNAP_SECCOMP = 2, SNAP_NOT_COPIED = 3 };
 static void say_no_snapshot(int why) {
     cm_state.snap_off = why;
     if (atomic_exchange(&cm_state.snap_said, 1))
@@ -1304,6 +1305,9 @@ static void say_no_snapshot(int why) {
         fmt_str(&f, "OSCAR_DANGLING=report names pointers from one thread");
     else if (why == SNAP_SECCOMP)
         fmt_str(&f, "a seccomp filter is on, and it might kill a process that makes a child");
+    else if (why == SNAP_NOT_COPIED)
+        fmt_str(&f, "the program keeps memory that a child does not get as it is: "
+                    "MADV_DONTFORK or MADV_WIPEONFORK");
     else {
         fmt_str(&f, "no child process could be made, errno ");
         fmt_i64(&f, -why);
@@ -1318,6 +1322,8 @@ static bool snapshot_round(void) {
     uint64_t seccomp = 0;
     if (!cm_state.snap_off && mark_state.dangling)
         say_no_snapshot(SNAP_DANGLING);
+    else if (!cm_state.snap_off && atomic_load(&cm_state.not_copied))
+        say_no_snapshot(SNAP_NOT_COPIED);
     /* (A filter may be installed at any time: asked before each round, a read of /proc.) */
     else if (!cm_state.snap_off &&
              (os_proc_value("/proc/self/status", "Seccomp:", &seccomp) != 0 || seccomp != 0))
@@ -1599,6 +1605,8 @@ bool mark_fork_prepare(void) {
 }
 
 void mark_fork_parent(void) { atomic_fetch_sub(&mark_state.forking, 1); }
+
+void mark_note_not_copied(void) { atomic_store(&cm_state.not_copied, true); }
 
 void mark_fork_child(void) {
     team_fork_child(); /* (its helpers are the parent's) */

@@ -31,4 +31,8 @@ bool mark_threads_quit(void);
 bool mark_fork_prepare(void);
 void mark_fork_parent(void);
 void mark_fork_child(void);
+/* The program made memory that child processes do not get as it is (MADV_DONTFORK: not at
+ * all; MADV_WIPEONFORK: zeroed): a snapshot mark, which reads a child's copy, would miss a
+ * pointer kept there, so there are none from now on. Any thread, lock-free. */
+void mark_note_not_copied(void);
 #endif
