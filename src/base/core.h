@@ -58,6 +58,8 @@
  *   concurrent mark   Protect mode: a mark run by Oscar's own thread while the program runs;
  *                     the pages written meanwhile are listed by a write tracker (os/wtrack.h)
  *                     and read again, the last ones with the world stopped briefly.
+ *   snapshot mark     Protect mode: the world stops only while a copy-on-write child process
+ *                     is made (os/cowchild.h); the child reads the process as it was then.
  *   hook              A function pointer a lower layer calls and a higher layer registers at
  *                     init, so that no include points up (src/README.md).
  *   lock rank         Every lock's place in the one order locks are taken in (base/lock.h).
@@ -65,7 +67,8 @@
  * Types (where declared)
  *   oscar_api_v1 (base/api_abi.h), fmt (base/fmt.h), lock_rank (base/lock.h),
  *   option_id (base/options.h), stat_id (base/stats.h), msg_id (base/messages.h),
- *   os_call_kind, os_dirent (os/os.h), wtrack, wtrack_run (os/wtrack.h),
+ *   os_call_kind, os_dirent (os/os.h), wtrack, wtrack_run (os/wtrack.h), cow_child, cow_chan
+ *   (os/cowchild.h),
  *   region, region_hooks, page_kind (mem/region.h), span, span_state, canon (mem/canon.h),
  *   page_view (mem/mapview.h), object_info, object_state, report_caller, alloc_kind
  *   (report/report.h), obj_record (report/stack.h), dwarf_frame (report/dwarf.h), module,
