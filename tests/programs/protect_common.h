@@ -88,17 +88,17 @@ static inline void report(int held, int released) {
     printf("released_reused %d\n", released);
 }
 
-/* The plain check, with the pointer held in a global (bss) variable: make the object, hold it
- * there (unless control), free it, churn, clear the variable, churn again, report. */
-static void *volatile global_hold;
-__attribute__((noinline, unused)) static void check_held_by_global(void) {
+/* The plain check, the pointer held at *slot (a global, a live heap object, a mapping of the
+ * program's): make the object, put the pointer there (unless control), free the object,
+ * churn, clear the slot, churn again, report. */
+__attribute__((noinline, unused)) static void check_held_in(void *volatile *slot) {
     uintptr_t m = make_object();
     if (!control)
-        global_hold = (void *)(m ^ MASK);
+        *slot = (void *)(m ^ MASK);
     free_object(m);
     clear_stack();
     int held = churn(m, ROUNDS);
-    global_hold = NULL;
+    *slot = NULL;
     clear_stack();
     report(held, churn(m, ROUNDS));
 }

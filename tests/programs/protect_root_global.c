@@ -2,8 +2,10 @@
  * to it; once the variable is cleared, it is. See protect_common.h. */
 #include "protect_common.h"
 
+static void *volatile hold;
+
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
-    check_held_by_global();
+    check_held_in(&hold);
     return 0;
 }

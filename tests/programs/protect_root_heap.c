@@ -6,15 +6,7 @@
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     void *volatile *holder = calloc(16, sizeof(void *));
-    uintptr_t m = make_object();
-    if (!control)
-        holder[5] = (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    holder[5] = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
+    check_held_in(&holder[5]);
     free((void *)holder);
     return 0;
 }

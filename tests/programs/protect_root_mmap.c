@@ -9,14 +9,6 @@ int main(int argc, char **argv) {
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED)
         return 2;
-    uintptr_t m = make_object();
-    if (!control)
-        map[70000] = (void *)(m ^ MASK); /* deep inside: not the first page */
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    map[70000] = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
+    check_held_in(&map[70000]); /* deep inside: not the first page */
     return 0;
 }

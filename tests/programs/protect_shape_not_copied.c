@@ -13,18 +13,11 @@
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     int wipe = argc > 1 && strcmp(argv[1], "wipeonfork") == 0;
-    void **page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (page == MAP_FAILED || madvise(page, 4096, wipe ? MADV_WIPEONFORK : MADV_DONTFORK) != 0) {
+    void *volatile *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED || madvise((void *)page, 4096, wipe ? MADV_WIPEONFORK : MADV_DONTFORK) != 0) {
         perror("mmap, madvise");
         return 2;
     }
-    uintptr_t m = make_object();
-    page[5] = control ? NULL : (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    page[5] = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
+    check_held_in(&page[5]);
     return 0;
 }

@@ -27,13 +27,6 @@ int main(int argc, char **argv) {
         page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         close(fd);
     }
-    uintptr_t m = make_object();
-    page[3] = control ? NULL : (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    page[3] = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
+    check_held_in((void *volatile *)&page[3]);
     return 0;
 }

@@ -28,6 +28,8 @@ static int deny_fork(void) {
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
+static void *volatile hold;
+
 /* A user of its own (no other process counts toward its limit), allowed two tasks. */
 static int two_tasks(void) {
     struct rlimit two = {2, 2};
@@ -45,6 +47,6 @@ int main(int argc, char **argv) {
         return 2;
     }
     protect_test_init(argc, argv);
-    check_held_by_global();
+    check_held_in(&hold);
     return 0;
 }
