@@ -72,22 +72,13 @@ void cow_child_exit(int code) {
         os_syscall(SYS_exit_group, code, 0, 0, 0, 0);
 }
 
-/* Has the child exited (not reaped: WNOWAIT)? */
-static bool child_exited(int pid) {
-    siginfo_t info;
-    memset(&info, 0, sizeof info);
-    long r = os_syscall(SYS_waitid, P_PID, pid, (long)&info,
-                        WEXITED | WNOHANG | WNOWAIT | __WCLONE, 0);
-    return r != 0 || info.si_pid == pid;
-}
-
 long cow_child_take(struct cow_child *c, uint64_t *words, bool *last, uint64_t timeout_ns) {
     struct cow_chan *ch = c->ch;
     uint32_t t = atomic_load_explicit(&ch->taken, memory_order_relaxed);
     uint64_t t0 = os_monotonic_ns();
     while (atomic_load_explicit(&ch->sent, memory_order_acquire) == t) {
         /* (The child may have sent and exited between the load and this check.) */
-        if (child_exited(c->pid) && atomic_load_explicit(&ch->sent, memory_order_acquire) == t)
+        if (os_child_gone(c->pid) && atomic_load_explicit(&ch->sent, memory_order_acquire) == t)
             return -ECHILD;
         if (os_monotonic_ns() - t0 >= timeout_ns)
             return -ETIMEDOUT;
@@ -110,7 +101,9 @@ bool cow_child_end(struct cow_child *c, bool kill) {
     do
         r = os_syscall(SYS_waitid, P_PID, c->pid, (long)&info, WEXITED | __WCLONE, 0);
     while (r == -EINTR);
-    os_unmap(c->ch, CHAN_BYTES);
+    cow_child_forget(c->ch);
     c->ch = NULL;
     return r == 0 && info.si_code == CLD_EXITED && info.si_status == 0;
 }
+
+void cow_child_forget(struct cow_chan *ch) { os_unmap(ch, CHAN_BYTES); }

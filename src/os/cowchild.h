@@ -49,4 +49,7 @@ __attribute__((noreturn)) void cow_child_exit(int code);
 long cow_child_take(struct cow_child *c, uint64_t *words, bool *last, uint64_t timeout_ns);
 /* The parent: kill the child if asked, reap it, unmap the channel. true: it exited with 0. */
 bool cow_child_end(struct cow_child *c, bool kill);
+/* A fork child of the parent (the program's, not the cow child): unmap the channel it
+ * inherited from a round in progress. */
+void cow_child_forget(struct cow_chan *ch);
 #endif

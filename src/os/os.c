@@ -580,8 +580,9 @@ bool os_child_gone(int pid) {
         return true; /* reaped (or SIGCHLD ignored) */
     siginfo_t info;
     memset(&info, 0, sizeof info);
-    /* waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) */
-    long r = sys6(SYS_waitid, 1, pid, (long)&info, 4 | 1 | 0x01000000, 0, 0);
+    /* waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT | __WALL): __WALL, so that a
+     * child whose exit signal is not SIGCHLD (clone's, os/cowchild.c's) is seen too */
+    long r = sys6(SYS_waitid, 1, pid, (long)&info, 4 | 1 | 0x01000000 | 0x40000000, 0, 0);
     return r == 0 && info.si_pid == pid; /* a zombie: exited, not reaped yet */
 }
 

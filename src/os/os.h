@@ -149,7 +149,8 @@ void os_futex_wake_shared(_Atomic uint32_t *word, int n);
 void *os_map_shared_anon(size_t len, int *err);
 /* A system call, errno untouched: its result, or -errno (counted as OS_CALL_OTHER). */
 long os_syscall(long n, long a, long b, long c, long d, long e);
-/* Has child pid exited (a zombie, or reaped)? The child is not reaped. */
+/* Has child pid exited (a zombie, or reaped)? The child is not reaped. Any kind of child:
+ * forked, or cloned with another exit signal or none. */
 bool os_child_gone(int pid);
 /* Descriptors, limits and the canonical heap's window (issue 18). */
 /* The soft limit of an RLIMIT_* resource; UINT64_MAX when unlimited. */

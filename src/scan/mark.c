@@ -936,9 +936,9 @@ static struct {
     struct text_range libc_text, ldso_text; /* set once at init (find_libc) */
     struct text_range own_text; /* Oscar's own code: set by its first reader, racy but
                                  * idempotent (every thread computes the same) */
-    /* Snapshot rounds (the marker thread): why they cannot be had here (an errno value, 0:
-     * they can), said once; the channel from the round's child while it runs (a fork child
-     * of the program's unmaps it). */
+    /* Snapshot rounds (the marker thread): why they cannot be had here (say_no_snapshot's
+     * reason, 0: they can), said once; the channel from the round's child while it runs (a
+     * fork child of the program's unmaps it). */
     int snap_off;
     atomic_int snap_said;
     atomic_bool not_copied; /* mark_note_not_copied was called (any thread) */
@@ -1191,12 +1191,22 @@ static int open_trackers_stopped(void) {
 #define SNAP_CHUNK_PAGES 64 /* heap pages the child reads, then drops (4 MiB) */
 #define SNAP_TIMEOUT_NS (60ULL * 1000 * 1000 * 1000) /* a child silent this long is killed */
 
+/* The child: add w to the batch in cm_buf_state.snap_words (n words so far), sent first if
+ * it is full; the new count. */
+static unsigned snapshot_put(struct cow_child *c, unsigned n, uint64_t w) {
+    if (n == COW_WORDS) {
+        cow_child_send(c, cm_buf_state.snap_words, n, false);
+        n = 0;
+    }
+    cm_buf_state.snap_words[n] = w;
+    return n + 1;
+}
+
 /* The child: read the copy, send (page << 16 | slot) for each candidate marked; the last
  * batch ends with the bytes read and the most memory the child held alone (its private dirty
  * memory: the old contents of pages the program wrote meanwhile, sampled). Never returns. */
 __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t used,
                                                     size_t nex) {
-    uint64_t *buf = cm_buf_state.snap_words;
     unsigned n = 0;
     if (roots_for_each_of(ROOTS_PRIVATE, scan_root, NULL, mark_state.ex, nex, 0) != 0)
         cow_child_exit(2);
@@ -1217,34 +1227,30 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
     }
     flush_scanned();
     for (size_t i = 0; i < used; i++) {
-        if (n + 64 > COW_WORDS) {
-            cow_child_send(c, buf, n, false);
-            n = 0;
-        }
-        struct ph_page *pg = &ph.pages[i];
-        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_relaxed);
         if (!page_has_cand(i))
             continue;
+        struct ph_page *pg = &ph.pages[i];
+        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_relaxed);
         if (kind == PHK_LARGE &&
             atomic_load_explicit(&pg->lstate, memory_order_relaxed) == PHS_MARKED)
-            buf[n++] = (uint64_t)i << 16 | SNAP_LARGE;
+            n = snapshot_put(c, n, (uint64_t)i << 16 | SNAP_LARGE);
         if (kind != PHK_SMALL)
             continue;
-        for (unsigned w = 0; w < pg->nwords; w++) {
-            if (n + 64 > COW_WORDS) {
-                cow_child_send(c, buf, n, false);
-                n = 0;
-            }
+        for (unsigned w = 0; w < pg->nwords; w++)
             for (uint64_t m = word_in_state(ph.meta[i].slot, w, pg->nslots, PHS_MARKED); m;
                  m &= m - 1)
-                buf[n++] = (uint64_t)i << 16 | (w * 64 + (unsigned)__builtin_ctzll(m));
-        }
+                n = snapshot_put(c, n,
+                                 (uint64_t)i << 16 | (w * 64 + (unsigned)__builtin_ctzll(m)));
     }
     if (os_proc_bytes("/proc/self/smaps_rollup", "Private_Dirty:", &now) == 0 && now > copied)
         copied = now;
-    buf[n++] = atomic_load(&mark_state.scanned);
-    buf[n++] = copied;
-    cow_child_send(c, buf, n, true);
+    if (n > COW_WORDS - 2) { /* (the last batch ends with both figures) */
+        cow_child_send(c, cm_buf_state.snap_words, n, false);
+        n = 0;
+    }
+    n = snapshot_put(c, n, atomic_load(&mark_state.scanned));
+    n = snapshot_put(c, n, copied);
+    cow_child_send(c, cm_buf_state.snap_words, n, true);
     cow_child_exit(0);
 }
 
@@ -1319,15 +1325,16 @@ static void say_no_snapshot(int why) {
 /* A snapshot round (the marker thread). false: none can be had here (the caller marks
  * another way). */
 static bool snapshot_round(void) {
-    uint64_t seccomp = 0;
-    if (!cm_state.snap_off && mark_state.dangling)
-        say_no_snapshot(SNAP_DANGLING);
-    else if (!cm_state.snap_off && atomic_load(&cm_state.not_copied))
-        say_no_snapshot(SNAP_NOT_COPIED);
-    /* (A filter may be installed at any time: asked before each round, a read of /proc.) */
-    else if (!cm_state.snap_off &&
-             (os_proc_value("/proc/self/status", "Seccomp:", &seccomp) != 0 || seccomp != 0))
-        say_no_snapshot(SNAP_SECCOMP);
+    if (!cm_state.snap_off) {
+        uint64_t seccomp = 0;
+        if (mark_state.dangling)
+            say_no_snapshot(SNAP_DANGLING);
+        else if (atomic_load(&cm_state.not_copied))
+            say_no_snapshot(SNAP_NOT_COPIED);
+        /* (A filter may be installed at any time: asked before each round, a read of /proc.) */
+        else if (os_proc_value("/proc/self/status", "Seccomp:", &seccomp) != 0 || seccomp != 0)
+            say_no_snapshot(SNAP_SECCOMP);
+    }
     if (cm_state.snap_off)
         return false;
     uint64_t t0 = os_monotonic_ns();
@@ -1622,7 +1629,7 @@ void mark_fork_child(void) {
         cm_state.pm = -1;
         struct cow_chan *ch = atomic_exchange(&cm_state.snap_ch, NULL);
         if (ch)
-            os_unmap(ch, sizeof *ch); /* (the parent's snapshot channel) */
+            cow_child_forget(ch); /* (the parent's snapshot channel) */
         atomic_store(&cm_state.done, atomic_load(&cm_state.want));
     }
     if (in_mark || !atomic_load_explicit(&mark_state.marking, memory_order_acquire))

@@ -449,16 +449,10 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
     return err;
 }
 
-__attribute__((noinline)) int roots_for_each(roots_fn fn, void *arg,
-                                             const struct root_range *exclude,
-                                             size_t nexclude, uintptr_t stack_from) {
-    __builtin_unwind_init();
-    jmp_buf regs;
-    setjmp(regs);
-    int err = roots_for_each_of(ROOTS_ALL, fn, arg, exclude, nexclude,
-                                stack_from ? stack_from : (uintptr_t)&regs);
-    __asm__ volatile("" : : "r"(&regs) : "memory");
-    return err;
+int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, size_t nexclude,
+                   uintptr_t stack_from) {
+    /* (roots_for_each_of spills the callee-saved registers in its own frame, below this.) */
+    return roots_for_each_of(ROOTS_ALL, fn, arg, exclude, nexclude, stack_from);
 }
 
 /* ---- Guarded reads */
