@@ -331,6 +331,15 @@ def test_dangling_report_says_where(runner):
     pat = (r"oscar: dangling: freed 48-byte object .* from 0x[0-9a-f]+ \(heap object "
            r"\[0x[0-9a-f]+,0x[0-9a-f]+\), offset 40\)")
     assert any(re.fullmatch(pat, l) for l in res.stderr.splitlines()), res.describe()
+    # A pointer written into a freed object that a dangling pointer keeps: the freed object
+    # is named as such, and it is named itself (its root a global).
+    res = runner.oscar("protect_shape_freed_holder", env=dict(FREQUENT, OSCAR_DANGLING="report"))
+    pat = (r"oscar: dangling: freed 48-byte object .* from 0x[0-9a-f]+ \(freed object "
+           r"\[0x[0-9a-f]+,0x[0-9a-f]+\), offset 24\)")
+    assert any(re.fullmatch(pat, l) for l in res.stderr.splitlines()), res.describe()
+    pat = (r"oscar: dangling: freed 128-byte object .* from 0x[0-9a-f]+ "
+           r"\(global: .*protect_shape_freed_holder\)")
+    assert any(re.fullmatch(pat, l) for l in res.stderr.splitlines()), res.describe()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -68,6 +68,7 @@ static struct {
     enum root_kind kind;
     const char *name;   /* root name, or NULL: a heap object */
     uintptr_t obj, obj_size; /* the heap object being scanned */
+    bool obj_freed;          /* ... a freed one a dangling pointer keeps (held_read) */
     unsigned printed;   /* lines printed by this mark */
     size_t used;        /* the stopped mark's heap pages (set before the team's jobs read it) */
     unsigned threads;   /* threads that read the heap in this round (1: no helper) */
@@ -120,7 +121,7 @@ static void dangling_line(uintptr_t start, size_t size, uintptr_t w) {
         fmt_str(&f, mark_state.name);
         fmt_str(&f, ")\n");
     } else {
-        fmt_str(&f, " (heap object [");
+        fmt_str(&f, mark_state.obj_freed ? " (freed object [" : " (heap object [");
         fmt_hex(&f, mark_state.obj);
         fmt_char(&f, ',');
         fmt_hex(&f, mark_state.obj + mark_state.obj_size);
@@ -259,12 +260,41 @@ static inline void bits_set(uint64_t *w, size_t from, size_t count) {
 /* ---------------------------------------------------------------------------------------
  * Pass 1: marking. */
 
+/* Freed objects found still pointed to are roots too: they were zeroed when freed, so what
+ * they hold now a use after free wrote, and the program can read it back through the
+ * dangling pointer that keeps them (a chain of such objects as well). Each object the mark
+ * turns MARKED is noted here; held_read() reads them once the rest is read. Past HELD_MAX
+ * notes, it reads every MARKED object again until a reading marks nothing new. Written by
+ * whoever marks (the team's threads: an atomic count), read by the marking thread alone. */
+#define HELD_MAX 4096
+/* A marked object's name, in a note or a snapshot child's record: page << 16 | slot, the slot
+ * NOTE_LARGE for a large object. */
+#define NOTE_LARGE 0xFFFFu
+static inline uint64_t note_of(size_t i, unsigned s) { return (uint64_t)i << 16 | s; }
+static struct {
+    _Atomic uint32_t count; /* notes made this round (past HELD_MAX: some were lost) */
+    uint32_t read;          /* notes read */
+    uint64_t note[HELD_MAX]; /* page << 16 | slot */
+} held_state;
+
+static inline void held_reset(void) {
+    atomic_store_explicit(&held_state.count, 0, memory_order_relaxed);
+    held_state.read = 0;
+}
+
+static inline void held_note(size_t i, unsigned s) {
+    uint32_t k = atomic_fetch_add_explicit(&held_state.count, 1, memory_order_relaxed);
+    if (k < HELD_MAX)
+        held_state.note[k] = note_of(i, s);
+}
+
 static inline void mark_slot(size_t i, unsigned s, uintptr_t w) {
     _Atomic uint16_t *p = &ph.meta[i].slot[s];
     uint16_t v = atomic_load_explicit(p, memory_order_relaxed);
     unsigned st = v & PHS_MASK;
     if (st == PHS_QUAR || st == PHS_CAND) {
         atomic_store_explicit(p, (uint16_t)((v & ~PHS_MASK) | PHS_MARKED), memory_order_relaxed);
+        held_note(i, s);
         if (unlikely(mark_state.dangling)) {
             size_t size = ph.pages[i].slot_size;
             dangling_line(ph_page_base(i) + s * size, size, w);
@@ -285,6 +315,7 @@ static void mark_large(size_t i, struct ph_page *pg, uintptr_t w) {
     uint32_t v = atomic_load_explicit(st, memory_order_relaxed);
     if (v == PHS_QUAR || v == PHS_CAND) {
         atomic_store_explicit(st, PHS_MARKED, memory_order_relaxed);
+        held_note(i, NOTE_LARGE);
         if (unlikely(mark_state.dangling))
             dangling_line(ph_page_base(i), pg->large_size, w);
     }
@@ -541,6 +572,80 @@ static void scan_written(uintptr_t lo, uintptr_t hi, size_t used, size_t *done) 
     }
 }
 
+/* The contents of one freed object the mark found pointed to (a note: page << 16 | slot). */
+static void held_read_one(uint64_t note, size_t used) {
+    size_t i = (size_t)(note >> 16);
+    unsigned s = (unsigned)(note & 0xFFFF);
+    if (i >= used)
+        return;
+    struct ph_page *pg = &ph.pages[i];
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    uintptr_t lo, len;
+    if (s == NOTE_LARGE) {
+        if (kind != PHK_LARGE)
+            return;
+        size_t run = pg->run ? pg->run : 1;
+        if (run > used - i)
+            run = used - i;
+        lo = ph_page_base(i);
+        len = align_up(pg->large_size, OSCAR_PAGE);
+        if (len > run << PH_PAGE_SHIFT)
+            len = run << PH_PAGE_SHIFT;
+    } else {
+        if (kind != PHK_SMALL || s >= pg->nslots || (size_t)pg->nslots * pg->slot_size > PH_PAGE)
+            return;
+        lo = ph_page_base(i) + (uintptr_t)s * pg->slot_size;
+        len = pg->slot_size;
+    }
+    if (unlikely(mark_state.dangling)) {
+        mark_state.obj = lo;
+        mark_state.obj_size = len;
+        mark_state.obj_freed = true;
+    }
+    scan(lo, lo + len);
+    mark_state.obj_freed = false;
+}
+
+/* Every MARKED object of pages [0, used) that hold candidates: fn(its note, arg). */
+static void each_marked(size_t used, void (*fn)(uint64_t note, void *arg), void *arg) {
+    for (size_t i = 0; i < used; i++) {
+        if (!page_has_cand(i))
+            continue;
+        struct ph_page *pg = &ph.pages[i];
+        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+        if (kind == PHK_LARGE &&
+            atomic_load_explicit(&pg->lstate, memory_order_relaxed) == PHS_MARKED)
+            fn(note_of(i, NOTE_LARGE), arg);
+        if (kind != PHK_SMALL || pg->nwords > PH_MAX_WORDS)
+            continue;
+        for (unsigned w = 0; w < pg->nwords; w++)
+            for (uint64_t m = word_in_state(ph.meta[i].slot, w, pg->nslots, PHS_MARKED); m;
+                 m &= m - 1)
+                fn(note_of(i, w * 64 + (unsigned)__builtin_ctzll(m)), arg);
+    }
+}
+
+static void held_read_note(uint64_t note, void *used) { held_read_one(note, *(size_t *)used); }
+
+/* Read what the freed objects marked so far hold, and what those mark in turn, until nothing
+ * new is marked. The marking thread, once every other place was read (the world stopped, or
+ * in a snapshot's child); marking is monotone, so reading an object twice costs only time. */
+static void held_read(size_t used) {
+    for (;;) {
+        uint32_t n = atomic_load_explicit(&held_state.count, memory_order_acquire);
+        if (held_state.read < n && held_state.read < HELD_MAX) {
+            held_read_one(held_state.note[held_state.read++], used);
+            continue;
+        }
+        if (n <= HELD_MAX)
+            break;
+        /* Some notes were lost: every MARKED object again (new marks note themselves). */
+        held_reset();
+        each_marked(used, held_read_note, &used);
+    }
+    held_reset();
+}
+
 /* ---------------------------------------------------------------------------------------
  * Pass 2: release. */
 
@@ -695,6 +800,7 @@ static void scan_heap_job(size_t first, size_t last) {
 
 __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
     size_t nex = not_roots();
+    held_reset();
     /* With helpers (not when naming where dangling pointers are: one thread names them), the
      * candidates are made by all, then the helpers read the heap while this thread reads
      * the roots, and joins them. (Locks held: the world lock only; the helpers take none.) */
@@ -717,6 +823,8 @@ __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t
         team_finish(); /* (even when the roots failed: the helpers are reading the heap) */
     else if (!err)
         scan_heap(0, used, used);
+    if (!err)
+        held_read(used);
     return err;
 }
 
@@ -1100,6 +1208,7 @@ static bool concurrent_round(void) {
         return false;
     atomic_store(&mark_state.scanned, 0);
     mark_state.printed = 0;
+    held_reset();
     candidates(0, used);
     mark_state.name = NULL;
     scan_heap(0, used, used); /* (the world running) */
@@ -1147,6 +1256,10 @@ static bool concurrent_round(void) {
     size_t now = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     if (!err)
         scan_heap(lost ? 0 : tracked, now, now);
+    /* (The freed objects marked, as they are now: one the program wrote to meanwhile is read
+     * after the write.) */
+    if (!err)
+        held_read(now);
     if (!err && lost)
         open_trackers(); /* (the program closed one: the next round opens it again) */
     if (err)
@@ -1187,7 +1300,6 @@ static int open_trackers_stopped(void) {
  * program first writes while the child lives (~5 us a page here), and those copies are
  * memory until the child is done. */
 
-#define SNAP_LARGE 0xFFFFu /* a record's slot for a large object */
 #define SNAP_CHUNK_PAGES 64 /* heap pages the child reads, then drops (4 MiB) */
 #define SNAP_TIMEOUT_NS (60ULL * 1000 * 1000 * 1000) /* a child silent this long is killed */
 
@@ -1202,19 +1314,52 @@ static unsigned snapshot_put(struct cow_child *c, unsigned n, uint64_t w) {
     return n + 1;
 }
 
+/* The child's answer so far: its batch holds n records. */
+struct snapshot_out {
+    struct cow_child *c;
+    unsigned n;
+};
+
+static void snapshot_note(uint64_t note, void *arg) {
+    struct snapshot_out *o = arg;
+    o->n = snapshot_put(o->c, o->n, note);
+}
+
+/* A page the child keeps once read: it holds a candidate (a large one: its whole run), which
+ * may be found pointed to later on, and then be read (held_read). */
+static bool snapshot_keeps(size_t i) {
+    if (page_has_cand(i))
+        return true;
+    struct ph_page *pg = &ph.pages[i];
+    return atomic_load_explicit(&pg->kind, memory_order_relaxed) == PHK_TAIL && pg->run <= i &&
+           page_has_cand(i - pg->run);
+}
+
+/* The child's copy of pages [first, last), read, dropped but for what snapshot_keeps. */
+static void snapshot_drop(size_t first, size_t last) {
+    size_t from = first;
+    for (size_t i = first; i <= last; i++) {
+        if (i < last && !snapshot_keeps(i))
+            continue;
+        if (i > from)
+            os_drop((void *)ph_page_base(from), (i - from) << PH_PAGE_SHIFT);
+        from = i + 1;
+    }
+}
+
 /* The child: read the copy, send (page << 16 | slot) for each candidate marked; the last
  * batch ends with the bytes read and the most memory the child held alone (its private dirty
  * memory: the old contents of pages the program wrote meanwhile, sampled). Never returns. */
 __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t used,
                                                     size_t nex) {
-    unsigned n = 0;
     if (roots_for_each_of(ROOTS_PRIVATE, scan_root, NULL, mark_state.ex, nex, 0) != 0)
         cow_child_exit(2);
     mark_state.name = NULL;
-    /* The heap a chunk at a time, each chunk's copy dropped once read: a page the program
-     * writes after that is no longer shared with the child, and the kernel gives it back
-     * to the program without copying it (fewer copies: time, and the child's memory). A
-     * large object is read whole from the chunk it begins in. */
+    /* The heap a chunk at a time, each chunk's copy dropped once read (but for the pages
+     * that hold candidates): a page the program writes after that is no longer shared with
+     * the child, and the kernel gives it back to the program without copying it (fewer
+     * copies: time, and the child's memory). A large object is read whole from the chunk it
+     * begins in. */
     uint64_t copied = 0, now;
     for (size_t first = 0; first < used; first += SNAP_CHUNK_PAGES) {
         size_t last = used - first < SNAP_CHUNK_PAGES ? used : first + SNAP_CHUNK_PAGES;
@@ -1223,25 +1368,13 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
         if (first % (16 * SNAP_CHUNK_PAGES) == 0 &&
             os_proc_bytes("/proc/self/smaps_rollup", "Private_Dirty:", &now) == 0 && now > copied)
             copied = now;
-        os_drop((void *)ph_page_base(first), (last - first) << PH_PAGE_SHIFT);
+        snapshot_drop(first, last);
     }
+    held_read(used); /* (on the pages snapshot_drop kept) */
     flush_scanned();
-    for (size_t i = 0; i < used; i++) {
-        if (!page_has_cand(i))
-            continue;
-        struct ph_page *pg = &ph.pages[i];
-        unsigned kind = atomic_load_explicit(&pg->kind, memory_order_relaxed);
-        if (kind == PHK_LARGE &&
-            atomic_load_explicit(&pg->lstate, memory_order_relaxed) == PHS_MARKED)
-            n = snapshot_put(c, n, (uint64_t)i << 16 | SNAP_LARGE);
-        if (kind != PHK_SMALL)
-            continue;
-        for (unsigned w = 0; w < pg->nwords; w++)
-            for (uint64_t m = word_in_state(ph.meta[i].slot, w, pg->nslots, PHS_MARKED); m;
-                 m &= m - 1)
-                n = snapshot_put(c, n,
-                                 (uint64_t)i << 16 | (w * 64 + (unsigned)__builtin_ctzll(m)));
-    }
+    struct snapshot_out out = {c, 0};
+    each_marked(used, snapshot_note, &out);
+    unsigned n = out.n;
     if (os_proc_bytes("/proc/self/smaps_rollup", "Private_Dirty:", &now) == 0 && now > copied)
         copied = now;
     if (n > COW_WORDS - 2) { /* (the last batch ends with both figures) */
@@ -1263,7 +1396,7 @@ static void snapshot_mark(uint64_t r, size_t used) {
         return;
     struct ph_page *pg = &ph.pages[i];
     unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
-    if (s == SNAP_LARGE && kind == PHK_LARGE) {
+    if (s == NOTE_LARGE && kind == PHK_LARGE) {
         uint32_t cand = PHS_CAND;
         atomic_compare_exchange_strong(&pg->lstate, &cand, PHS_MARKED);
     } else if (kind == PHK_SMALL && s < pg->nslots) {
@@ -1344,6 +1477,7 @@ static bool snapshot_round(void) {
     atomic_store(&mark_state.scanned, 0);
     mark_state.printed = 0;
     mark_state.threads = 1;
+    held_reset();
     candidates(0, used); /* (the world running: objects freed from here on wait) */
     size_t nex = not_roots();
     uint64_t s0 = os_monotonic_ns();
