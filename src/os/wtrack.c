@@ -24,6 +24,8 @@ struct pm_scan_arg {
 #define PM_SCAN_WP_MATCHING (1ULL << 0)
 #define PM_SCAN_CHECK_WPASYNC (1ULL << 1)
 #define PAGE_IS_WRITTEN (1ULL << 1)
+#define PAGE_IS_PRESENT (1ULL << 3)
+#define PAGE_IS_SWAPPED (1ULL << 4)
 
 /* A system call through libc, with the program's errno kept (free() must not change it). */
 static long call(long n, long a, long b, long c) {
@@ -77,6 +79,14 @@ int wtrack_protect(struct wtrack *t, uintptr_t lo, size_t len, bool on) {
     return (int)-r;
 }
 
+static long pagemap_scan(int pagemap_fd, struct pm_scan_arg *a, uintptr_t *from, uintptr_t hi) {
+    long n = call(SYS_ioctl, pagemap_fd, (long)PAGEMAP_SCAN_IOCTL, (long)a);
+    if (n < 0)
+        return n;
+    *from = a->walk_end ? (uintptr_t)a->walk_end : hi;
+    return n;
+}
+
 long wtrack_written(int pagemap_fd, uintptr_t *from, uintptr_t hi, struct wtrack_run *runs,
                     size_t max, bool reprotect) {
     struct pm_scan_arg a = {
@@ -89,11 +99,21 @@ long wtrack_written(int pagemap_fd, uintptr_t *from, uintptr_t hi, struct wtrack
         .category_mask = PAGE_IS_WRITTEN,
         .return_mask = PAGE_IS_WRITTEN,
     };
-    long n = call(SYS_ioctl, pagemap_fd, (long)PAGEMAP_SCAN_IOCTL, (long)&a);
-    if (n < 0)
-        return n;
-    *from = a.walk_end ? (uintptr_t)a.walk_end : hi;
-    return n;
+    return pagemap_scan(pagemap_fd, &a, from, hi);
+}
+
+long wtrack_present(int pagemap_fd, uintptr_t *from, uintptr_t hi, struct wtrack_run *runs,
+                    size_t max) {
+    struct pm_scan_arg a = {
+        .size = sizeof a,
+        .start = *from,
+        .end = hi,
+        .vec = (uint64_t)(uintptr_t)runs,
+        .vec_len = max,
+        .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+        .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+    };
+    return pagemap_scan(pagemap_fd, &a, from, hi);
 }
 
 void wtrack_close(struct wtrack *t) {

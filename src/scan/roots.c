@@ -24,7 +24,9 @@
 #include "scan/kroots.h"
 #include "scan/maps.h"
 #include "scan/world.h"
+#include "heap/sample.h"
 #include "os/os.h"
+#include "os/wtrack.h"
 #include "report/fault.h"
 
 #include <errno.h>
@@ -163,6 +165,10 @@ static struct {
      * /proc/self/pagemap's words */
     unsigned char mincore_vec[4096];
     uint64_t pagemap_vec[512];
+    /* hidden_run, during a walk: memory the program cannot read now, read through
+     * /proc/self/mem; and PAGEMAP_SCAN's runs of its present pages */
+    uintptr_t hidden_buf[8192];
+    struct wtrack_run present[64];
     atomic_bool hook_set;          /* the fault hook is registered: atomic, set once */
 } roots_state;
 
@@ -189,6 +195,9 @@ struct walk {
     bool last_own;
     bool shared;    /* the mapping being reported is shared memory */
     int pagemap_fd; /* /proc/self/pagemap, or -1 */
+    bool hidden;    /* ... memory the program cannot read now (PROT_NONE) */
+    int mem_fd;     /* /proc/self/mem once such memory had pages (else -1) */
+    int err;        /* a hidden mapping's pages could not be read: -errno */
     unsigned which; /* ROOTS_*: the kinds of memory reported */
     char name[64];
 };
@@ -265,11 +274,65 @@ static void resident_run(uintptr_t a, uintptr_t b, void *ctx) {
     c->w->fn(a, b, c->kind, c->name, c->w->arg);
 }
 
+/* Memory the program cannot read now (PROT_NONE: a collector's or a JIT's page, protected
+ * while not in use) holds what it held, and the program reads it once it makes it readable
+ * again: its pages are read through /proc/self/mem (which reads what the process's own
+ * accesses cannot), a buffer of Oscar's at a time, and reported as that buffer. */
+static void hidden_run(uintptr_t a, uintptr_t b, void *ctx) {
+    struct resident_ctx *c = ctx;
+    struct walk *w = c->w;
+    if (w->err)
+        return;
+    if (w->mem_fd < 0) {
+        long fd = os_open_read("/proc/self/mem");
+        if (fd < 0) {
+            w->err = (int)fd;
+            return;
+        }
+        w->mem_fd = (int)fd;
+    }
+    uintptr_t *buf = roots_state.hidden_buf;
+    while (a < b) {
+        size_t n = b - a < sizeof roots_state.hidden_buf ? b - a : sizeof roots_state.hidden_buf;
+        long got = os_pread(w->mem_fd, buf, n, a);
+        if (got <= 0) {
+            w->err = got < 0 ? (int)got : -EIO;
+            return;
+        }
+        w->fn((uintptr_t)buf, (uintptr_t)buf + (size_t)got, c->kind, c->name, w->arg);
+        a += (uintptr_t)got;
+    }
+}
+
+/* A hidden mapping over HIDDEN_PAGEMAP_MAX (a reservation, often terabytes) is asked for its
+ * present pages with PAGEMAP_SCAN; without it (Linux < 6.7), it is not read. */
+#define HIDDEN_PAGEMAP_MAX (64UL << 20)
+
+static void hidden(struct walk *w, uintptr_t lo, uintptr_t hi, struct resident_ctx *c) {
+    if (hi - lo <= HIDDEN_PAGEMAP_MAX || w->pagemap_fd < 0) {
+        if (w->pagemap_fd >= 0)
+            touched_runs(w->pagemap_fd, false, lo, hi, hidden_run, c);
+        return;
+    }
+    for (uintptr_t from = lo; from < hi && !w->err;) {
+        long n = wtrack_present(w->pagemap_fd, &from, hi, roots_state.present,
+                                sizeof roots_state.present / sizeof roots_state.present[0]);
+        if (n < 0)
+            return;
+        for (long k = 0; k < n; k++)
+            hidden_run((uintptr_t)roots_state.present[k].lo, (uintptr_t)roots_state.present[k].hi,
+                       c);
+    }
+}
+
 /* Reports the pages of [lo, hi) that may hold a pointer, in runs. */
 static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind kind,
                      const char *name) {
     struct resident_ctx c = {w, kind, name};
-    touched_runs(w->pagemap_fd, w->shared, lo, hi, resident_run, &c);
+    if (w->hidden)
+        hidden(w, lo, hi, &c);
+    else
+        touched_runs(w->pagemap_fd, w->shared, lo, hi, resident_run, &c);
 }
 
 struct private_ctx {
@@ -348,7 +411,13 @@ static int root_line(const struct maps_line *m, void *argv) {
         w->last_path[0] = 0;
         w->last_own = false;
     }
-    if (own || m->perms[0] != 'r')
+    if (own)
+        return 0;
+    /* Not readable: a loaded object's gaps hold nothing, nor does the sample pool's address
+     * space (a freed sampled object's page is revoked, its contents the program's no more). */
+    w->hidden = m->perms[0] != 'r';
+    if (w->hidden && (file || follows_file || m->path[0] == '/' ||
+                      (m->lo >= sample_lo && m->hi <= sample_hi)))
         return 0;
     /* Read-only: a file's text and constants hold no heap pointer; anonymous memory may (a
      * table the program sealed with mprotect). */
@@ -439,9 +508,14 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
     int err = 0;
     if (which & (ROOTS_PRIVATE | ROOTS_SHARED)) {
         w->pagemap_fd = roots_pagemap_open();
+        w->mem_fd = -1;
         err = maps_each(roots_state.roots_buf, root_line, w);
+        if (!err)
+            err = w->err;
         if (w->pagemap_fd >= 0)
             os_close(w->pagemap_fd);
+        if (w->mem_fd >= 0)
+            os_close(w->mem_fd);
     }
     if (!err && (which & ROOTS_KERNEL))
         err = kroots_for_each(fn, arg);

@@ -2,23 +2,33 @@
  * read-only after writing it (a table sealed with mprotect): still a root. With
  * "aftershared", the page lies right after a shared anonymous mapping (in /proc/self/maps a
  * "/dev/zero" line: a file's name, but no loaded object's, so the page is no object's
- * read-only data). See protect_common.h. */
+ * read-only data). With "none", the program makes the page inaccessible (PROT_NONE: a
+ * collector's or a JIT's page, protected while it is not in use) and later readable again,
+ * and then reads the pointer: still a root. "nonebig": the page lies in a 256 MiB reservation
+ * made inaccessible whole (found by PAGEMAP_SCAN, Linux 6.7+). See protect_common.h. */
 #include "protect_common.h"
 #include <sys/mman.h>
 
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     int after_shared = argc > 1 && strcmp(argv[1], "aftershared") == 0;
-    char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int big = argc > 1 && strcmp(argv[1], "nonebig") == 0;
+    int none = big || (argc > 1 && strcmp(argv[1], "none") == 0);
+    size_t len = big ? 256UL << 20 : 8192;
+    char *two = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
     if (two == MAP_FAILED)
         return 2;
     if (after_shared && mmap(two, 4096, PROT_READ | PROT_WRITE,
                              MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
         return 2;
-    void **page = (void **)(two + 4096);
+    void **page = (void **)(two + (big ? 100UL << 20 : 4096));
     uintptr_t m = make_object();
     page[7] = control ? NULL : (void *)(m ^ MASK);
-    mprotect(page, 4096, PROT_READ);
+    if (big)
+        mprotect(two, len, PROT_NONE);
+    else
+        mprotect(page, 4096, none ? PROT_NONE : PROT_READ);
     free_object(m);
     clear_stack();
     int held = churn(m, ROUNDS);
