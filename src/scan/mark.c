@@ -1325,14 +1325,40 @@ static void snapshot_note(uint64_t note, void *arg) {
     o->n = snapshot_put(o->c, o->n, note);
 }
 
-/* A page the child keeps once read: it holds a candidate (a large one: its whole run), which
- * may be found pointed to later on, and then be read (held_read). */
+/* Does [p, p + len) hold anything but zeros? */
+static bool written(const uint64_t *p, size_t len) {
+    uint64_t any = 0;
+    for (size_t k = 0; k < len / sizeof *p; k++)
+        any |= p[k];
+    return any != 0;
+}
+
+/* A page the child keeps once read: a candidate there (a large one: its whole run) may be
+ * found pointed to later on, and then be read (held_read). A small candidate was zeroed
+ * when freed: unless a use after free wrote into it since, it holds nothing to read, and its
+ * page goes (scanstress at 200 MiB live, where every page holds candidates: the child's
+ * copies 268 MB when it kept them all). */
 static bool snapshot_keeps(size_t i) {
-    if (page_has_cand(i))
-        return true;
     struct ph_page *pg = &ph.pages[i];
-    return atomic_load_explicit(&pg->kind, memory_order_relaxed) == PHK_TAIL && pg->run <= i &&
-           page_has_cand(i - pg->run);
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_relaxed);
+    if (kind == PHK_TAIL)
+        return pg->run <= i && page_has_cand(i - pg->run);
+    if (!page_has_cand(i))
+        return false;
+    if (kind != PHK_SMALL || pg->nwords > PH_MAX_WORDS || !pg->slot_size ||
+        (size_t)pg->nslots * pg->slot_size > PH_PAGE)
+        return true;
+    for (unsigned w = 0; w < pg->nwords; w++) {
+        uint64_t cand, marked;
+        word_states(ph.meta[i].slot, w, pg->nslots, PHS_CAND, PHS_MARKED, &cand, &marked);
+        for (uint64_t m = cand | marked; m; m &= m - 1) {
+            unsigned s = w * 64 + (unsigned)__builtin_ctzll(m);
+            if (written((const uint64_t *)(ph_page_base(i) + (uintptr_t)s * pg->slot_size),
+                        pg->slot_size))
+                return true;
+        }
+    }
+    return false;
 }
 
 /* The child's copy of pages [first, last), read, dropped but for what snapshot_keeps. */
