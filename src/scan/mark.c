@@ -1381,8 +1381,8 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
     if (roots_for_each_of(ROOTS_PRIVATE, scan_root, NULL, mark_state.ex, nex, 0) != 0)
         cow_child_exit(2);
     mark_state.name = NULL;
-    /* The heap a chunk at a time, each chunk's copy dropped once read (but for the pages
-     * that hold candidates): a page the program writes after that is no longer shared with
+    /* The heap a chunk at a time, each chunk's copy dropped once read (but for pages with
+     * a candidate a use after free wrote into: snapshot_keeps): a page the program writes after that is no longer shared with
      * the child, and the kernel gives it back to the program without copying it (fewer
      * copies: time, and the child's memory). A large object is read whole from the chunk it
      * begins in. */
