@@ -1382,10 +1382,10 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
         cow_child_exit(2);
     mark_state.name = NULL;
     /* The heap a chunk at a time, each chunk's copy dropped once read (but for pages with
-     * a candidate a use after free wrote into: snapshot_keeps): a page the program writes after that is no longer shared with
-     * the child, and the kernel gives it back to the program without copying it (fewer
-     * copies: time, and the child's memory). A large object is read whole from the chunk it
-     * begins in. */
+     * a candidate a use after free wrote into: snapshot_keeps): a page the program writes
+     * after that is no longer shared with the child, and the kernel gives it back to the
+     * program without copying it (fewer copies: time, and the child's memory). A large
+     * object is read whole from the chunk it begins in. */
     uint64_t copied = 0, now;
     for (size_t first = 0; first < used; first += SNAP_CHUNK_PAGES) {
         size_t last = used - first < SNAP_CHUNK_PAGES ? used : first + SNAP_CHUNK_PAGES;
