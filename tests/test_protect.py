@@ -320,6 +320,21 @@ def test_own_bookkeeping_is_no_root(runner):
     assert parse_values(runner.glibc("protect_meta_not_root").stdout).get("reused", 0) > 0
 
 
+@pytest.mark.parametrize("mark", ["stop", "concurrent"] + (["snapshot"] if "snapshot" in MARKS else []))
+def test_inaccessible_memory_of_a_process_that_cannot_read_its_own_mem(runner, mark):
+    """A page the program made PROT_NONE holds the only pointer, in a process that may not
+    open its own /proc/self/mem (non-dumpable, not root): the mark makes the page readable
+    for its read and inaccessible again (scan/roots.c, hidden_run), with the program's
+    threads stopped or in a snapshot's child."""
+    res = runner.oscar("protect_shape_readonly", "none", "nodump",
+                       env=dict(FREQUENT, **MARKS[mark]), timeout=240)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    v = parse_values(res.stdout)
+    assert v.get("can_open_mem") == 0, res.describe()
+    assert v.get("held_reused") == 0, res.describe()
+    assert v.get("released_reused", 0) > 0, res.describe()
+
+
 def test_dangling_report_says_where(runner):
     """OSCAR_DANGLING=report: a line per still-referenced object, naming the root."""
     res = runner.oscar("protect_root_global", env=dict(FREQUENT, OSCAR_DANGLING="report"))

@@ -32,6 +32,8 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 /* ---- /proc/self/maps */
 
@@ -196,6 +198,7 @@ struct walk {
     bool shared;    /* the mapping being reported is shared memory */
     int pagemap_fd; /* /proc/self/pagemap, or -1 */
     bool hidden;    /* ... memory the program cannot read now (PROT_NONE) */
+    int prot;       /* ... its protection (PROT_*), as /proc/self/maps says */
     int mem_fd;     /* /proc/self/mem once such memory had pages (else -1) */
     int err;        /* a hidden mapping's pages could not be read: -errno */
     unsigned which; /* ROOTS_*: the kinds of memory reported */
@@ -286,7 +289,16 @@ static void hidden_run(uintptr_t a, uintptr_t b, void *ctx) {
     if (w->mem_fd < 0) {
         long fd = os_open_read("/proc/self/mem");
         if (fd < 0) {
-            w->err = (int)fd;
+            /* A process made non-dumpable may not open its own (EACCES): the run is made
+             * readable for the read, then given its protection back. The program's threads
+             * are stopped (or this is a snapshot's child, a copy), so none sees it. */
+            long r = os_syscall(SYS_mprotect, (long)a, (long)(b - a), PROT_READ, 0, 0);
+            if (r == 0) {
+                w->fn(a, b, c->kind, c->name, w->arg);
+                r = os_syscall(SYS_mprotect, (long)a, (long)(b - a), w->prot, 0, 0);
+            }
+            if (r != 0)
+                w->err = (int)r;
             return;
         }
         w->mem_fd = (int)fd;
@@ -305,15 +317,16 @@ static void hidden_run(uintptr_t a, uintptr_t b, void *ctx) {
 }
 
 /* A hidden mapping over HIDDEN_PAGEMAP_MAX (a reservation, often terabytes) is asked for its
- * present pages with PAGEMAP_SCAN; without it (Linux < 6.7), it is not read. */
+ * present pages with PAGEMAP_SCAN; without it (Linux < 6.7, or no pagemap), it is not read. */
 #define HIDDEN_PAGEMAP_MAX (64UL << 20)
 
 static void hidden(struct walk *w, uintptr_t lo, uintptr_t hi, struct resident_ctx *c) {
-    if (hi - lo <= HIDDEN_PAGEMAP_MAX || w->pagemap_fd < 0) {
-        if (w->pagemap_fd >= 0)
-            touched_runs(w->pagemap_fd, false, lo, hi, hidden_run, c);
+    if (hi - lo <= HIDDEN_PAGEMAP_MAX) {
+        touched_runs(w->pagemap_fd, false, lo, hi, hidden_run, c); /* (no pagemap: mincore) */
         return;
     }
+    if (w->pagemap_fd < 0)
+        return; /* (a process that may not open its own pagemap: mincore, a byte a page, no) */
     for (uintptr_t from = lo; from < hi && !w->err;) {
         long n = wtrack_present(w->pagemap_fd, &from, hi, roots_state.present,
                                 sizeof roots_state.present / sizeof roots_state.present[0]);
@@ -416,6 +429,7 @@ static int root_line(const struct maps_line *m, void *argv) {
     /* Not readable: a loaded object's gaps hold nothing, nor does the sample pool's address
      * space (a freed sampled object's page is revoked, its contents the program's no more). */
     w->hidden = m->perms[0] != 'r';
+    w->prot = (m->perms[1] == 'w' ? PROT_WRITE : 0) | (m->perms[2] == 'x' ? PROT_EXEC : 0);
     if (w->hidden && (file || follows_file || m->path[0] == '/' ||
                       (m->lo >= sample_lo && m->hi <= sample_hi)))
         return 0;

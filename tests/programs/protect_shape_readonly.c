@@ -5,9 +5,14 @@
  * read-only data). With "none", the program makes the page inaccessible (PROT_NONE: a
  * collector's or a JIT's page, protected while it is not in use) and later readable again,
  * and then reads the pointer: still a root. "nonebig": the page lies in a 256 MiB reservation
- * made inaccessible whole (found by PAGEMAP_SCAN, Linux 6.7+). See protect_common.h. */
+ * made inaccessible whole (found by PAGEMAP_SCAN, Linux 6.7+). With "nodump" besides, the
+ * process cannot open its own /proc/self/mem (non-dumpable, and not root: root becomes
+ * nobody), and says whether it could ("can_open_mem"). See protect_common.h. */
 #include "protect_common.h"
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
@@ -15,6 +20,15 @@ int main(int argc, char **argv) {
     int big = argc > 1 && strcmp(argv[1], "nonebig") == 0;
     int none = big || (argc > 1 && strcmp(argv[1], "none") == 0);
     size_t len = big ? 256UL << 20 : 8192;
+    if (argc > 2 && strcmp(argv[2], "nodump") == 0) {
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            return 2;
+        prctl(PR_SET_DUMPABLE, 0);
+        int fd = open("/proc/self/mem", O_RDONLY);
+        printf("can_open_mem %d\n", fd >= 0);
+        if (fd >= 0)
+            close(fd);
+    }
     char *two = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                      -1, 0);
     if (two == MAP_FAILED)
