@@ -187,6 +187,22 @@ def test_pointer_only_a_timer_holds(runner, mode, how):
     assert v.get("held_reused") == 0, res.describe()
 
 
+@pytest.mark.parametrize("how", ["", "thread"])
+def test_pointer_only_a_queued_signal_holds(runner, how):
+    """A freed object whose only pointer is the value of a signal the program queued to
+    itself (sigqueue, or pthread_sigqueue) and has not taken yet: not handed out again while
+    the signal is pending, and handed out again once it is taken; with the value 0
+    (control), at once."""
+    env = dict(FREQUENT, OSCAR_SAMPLE_RATE="0")
+    res = runner.oscar("protect_signal_held", *([how] if how else []), env=env)
+    v = parse_values(res.stdout)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    assert v.get("signal_returns_freed") == 1 and v.get("held_reused") == 0, res.describe()
+    assert v.get("released_reused", 0) > 0, res.describe()
+    res = runner.oscar("protect_signal_held", *([how] if how else []), "control", env=env)
+    assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
+
+
 def test_timer_root_check_can_fail(runner):
     """Once the timer is deleted nothing holds the object: it is handed out again."""
     res = runner.oscar("protect_timer_held", "delete", env=dict(FREQUENT, OSCAR_SAMPLE_RATE="0"))

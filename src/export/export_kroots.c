@@ -1,6 +1,7 @@
 /* export_kroots: the calls that hand the kernel a pointer it keeps, noted for the mark
  * (scan/kroots.h): an epoll instance, or a copy of its descriptor (the user data of its
- * registrations are roots), and a POSIX timer (its sigevent's value). libc's functions do
+ * registrations are roots), a POSIX timer (its sigevent's value), and a signal queued to the
+ * process itself (its value, while pending). libc's functions do
  * the work; errno is theirs. Cheap in every mode (one scan of a table of 1024 ints for a copy
  * of a descriptor; nothing for fcntl's other commands). */
 #define _GNU_SOURCE
@@ -9,6 +10,7 @@
 #include "scan/kroots.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -23,11 +25,13 @@ DECLARE(int, dup3, int, int, int)
 DECLARE(int, fcntl, int, int, void *)
 DECLARE(int, fcntl64, int, int, void *)
 DECLARE(int, timer_create, clockid_t, struct sigevent *, timer_t *)
+DECLARE(int, sigqueue, pid_t, int, const union sigval)
+DECLARE(int, pthread_sigqueue, pthread_t, int, const union sigval)
 
 __attribute__((constructor)) static void find_real_functions(void) {
     void *all[] = {real_fn_epoll_create(), real_fn_epoll_create1(), real_fn_dup(),
                    real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(), real_fn_fcntl64(),
-                   real_fn_timer_create()};
+                   real_fn_timer_create(), real_fn_sigqueue(), real_fn_pthread_sigqueue()};
     (void)all;
 }
 
@@ -88,4 +92,21 @@ OSCAR_EXPORT int timer_create(clockid_t clock, struct sigevent *ev, timer_t *id)
     if (ev && ev->sigev_notify != SIGEV_NONE && ev->sigev_notify != SIGEV_THREAD)
         kroots_note_timer();
     return real_fn_timer_create()(clock, ev, id);
+}
+
+/* A signal queued to the process itself holds its value in the kernel until it is delivered
+ * (si_value): noted once it is queued (until then the caller's frame holds the value). Only
+ * to itself: another process's pointer means nothing here. */
+OSCAR_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
+    int r = real_fn_sigqueue()(pid, sig, value);
+    if (r == 0 && sig > 0 && pid == getpid())
+        kroots_note_signal(sig, (uintptr_t)value.sival_ptr);
+    return r;
+}
+
+OSCAR_EXPORT int pthread_sigqueue(pthread_t thread, int sig, const union sigval value) {
+    int r = real_fn_pthread_sigqueue()(thread, sig, value);
+    if (r == 0 && sig > 0)
+        kroots_note_signal(sig, (uintptr_t)value.sival_ptr);
+    return r;
 }

@@ -10,6 +10,7 @@
 
 #define KROOTS_EPOLL_MAX 1024 /* epoll instances noted at once */
 #define KROOTS_BATCH 512      /* user data values handed to the walk at a time */
+#define KROOTS_SIGNALS_MAX 256 /* queued signals' values noted at once */
 
 static struct {
     /* fd + 1 of each noted epoll instance, 0 for a free slot: taken by compare-and-swap from
@@ -19,6 +20,13 @@ static struct {
     atomic_bool overflow; /* a note found no free slot: set by any thread, never cleared */
     bool searched; /* the first walk looked for instances made before (the marking thread) */
     atomic_bool timers; /* the program made a timer that signals: set by any thread, once */
+    /* Signals queued to the process: signo[i] 0 for a free slot, taken by compare-and-swap
+     * to -1 (kroots_note_signal, any thread), then the value stored and signo set; cleared
+     * by kroots_for_each once no such signal is pending (the marking thread). A note that
+     * found no slot sets sig_overflow, cleared once no signal at all is pending. */
+    atomic_int signo[KROOTS_SIGNALS_MAX];
+    _Atomic uintptr_t sigval[KROOTS_SIGNALS_MAX];
+    atomic_bool sig_overflow;
     /* The walk's (the marking thread's, world stopped; in liboscar.so's own data, so not a
      * root itself): the fdinfo file's lines, and the values read from it. */
     char buf[MAPS_BUF];
@@ -52,12 +60,37 @@ void kroots_note_timer(void) {
         atomic_store(&kroots_state.timers, true);
 }
 
+void kroots_note_signal(int sig, uintptr_t value) {
+    for (unsigned i = 0; i < KROOTS_SIGNALS_MAX; i++) {
+        int empty = 0;
+        if (atomic_compare_exchange_strong(&kroots_state.signo[i], &empty, -1)) {
+            atomic_store_explicit(&kroots_state.sigval[i], value, memory_order_relaxed);
+            atomic_store_explicit(&kroots_state.signo[i], sig, memory_order_release);
+            return;
+        }
+    }
+    atomic_store(&kroots_state.sig_overflow, true);
+}
+
 static void flush(void) {
     if (kroots_state.n)
         kroots_state.fn((uintptr_t)kroots_state.values,
                         (uintptr_t)(kroots_state.values + kroots_state.n), ROOT_KERNEL,
                         kroots_state.name, kroots_state.arg);
     kroots_state.n = 0;
+}
+
+/* The hexadecimal number p begins with (lower case, as /proc writes it). */
+static uint64_t hex_value(const char *p) {
+    uint64_t v = 0;
+    for (;; p++) {
+        unsigned d = *p >= '0' && *p <= '9'   ? (unsigned)(*p - '0')
+                     : *p >= 'a' && *p <= 'f' ? (unsigned)(*p - 'a' + 10)
+                                              : 16u;
+        if (d == 16)
+            return v;
+        v = v << 4 | d;
+    }
 }
 
 /* In a line that begins with `prefix`, the hexadecimal value right after `key` (leading
@@ -70,16 +103,7 @@ static void value_after(const char *line, const char *prefix, const char *key) {
         return;
     for (p += strlen(key); *p == ' '; p++)
         ;
-    uintptr_t v = 0;
-    for (;; p++) {
-        unsigned d = *p >= '0' && *p <= '9'   ? (unsigned)(*p - '0')
-                     : *p >= 'a' && *p <= 'f' ? (unsigned)(*p - 'a' + 10)
-                                              : 16u;
-        if (d == 16)
-            break;
-        v = v << 4 | d;
-    }
-    kroots_state.values[kroots_state.n++] = v;
+    kroots_state.values[kroots_state.n++] = hex_value(p);
     if (kroots_state.n == KROOTS_BATCH)
         flush();
 }
@@ -97,6 +121,82 @@ static int timer_line(char *line, void *arg) {
     (void)arg;
     value_after(line, "signal:", "/");
     return 0;
+}
+
+/* "ShdPnd:\t0000000000000200" or "SigPnd:..." (a hexadecimal mask, bit sig - 1): or'ed into
+ * *arg. */
+static int pending_line(char *line, void *arg) {
+    if (strncmp(line, "ShdPnd:", 7) != 0 && strncmp(line, "SigPnd:", 7) != 0)
+        return 0;
+    const char *p = line + 7;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    *(uint64_t *)arg |= hex_value(p);
+    return 0;
+}
+
+/* The signals pending for the process or any of its threads; 0 or -errno. */
+static int pending_signals(uint64_t *mask) {
+    *mask = 0;
+    int err = proc_lines("/proc/self/status", kroots_state.buf, pending_line, mask);
+    long dir = err ? -1 : os_open_dir("/proc/self/task");
+    if (dir < 0)
+        return err ? err : (int)dir;
+    /* (kroots_state.buf holds the status lines: the directory's entries go in values.) */
+    char *ents = (char *)kroots_state.values;
+    long n;
+    while (!err && (n = os_getdents((int)dir, ents, sizeof kroots_state.values)) > 0) {
+        for (long off = 0; off < n && !err;) {
+            struct os_dirent *d = (void *)(ents + off);
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9')
+                continue;
+            char path[64];
+            struct fmt f = FMT_INIT(path);
+            fmt_str(&f, "/proc/self/task/");
+            fmt_str(&f, d->name);
+            fmt_str(&f, "/status");
+            fmt_char(&f, 0);
+            int e = proc_lines(path, kroots_state.buf, pending_line, mask);
+            if (e && e != -ENOENT) /* (a thread that exited meanwhile: nothing pending) */
+                err = e;
+        }
+    }
+    os_close((int)dir);
+    return err;
+}
+
+/* The values of queued signals still pending; notes of signals no longer pending forgotten. */
+static int queued_signals(void) {
+    bool any = atomic_load(&kroots_state.sig_overflow);
+    for (unsigned i = 0; i < KROOTS_SIGNALS_MAX && !any; i++)
+        any = atomic_load_explicit(&kroots_state.signo[i], memory_order_acquire) > 0;
+    if (!any)
+        return 0;
+    uint64_t pending;
+    int err = pending_signals(&pending);
+    if (err)
+        return err;
+    struct fmt g = FMT_INIT(kroots_state.name);
+    fmt_str(&g, "value of a queued signal");
+    fmt_char(&g, 0);
+    kroots_state.n = 0;
+    for (unsigned i = 0; i < KROOTS_SIGNALS_MAX; i++) {
+        int sig = atomic_load_explicit(&kroots_state.signo[i], memory_order_acquire);
+        if (sig <= 0)
+            continue;
+        if (sig <= 64 && (pending >> (sig - 1)) & 1)
+            kroots_state.values[kroots_state.n++] =
+                atomic_load_explicit(&kroots_state.sigval[i], memory_order_relaxed);
+        else /* (delivered: the handler's si_value is the thread's, read as its) */
+            atomic_compare_exchange_strong(&kroots_state.signo[i], &sig, 0);
+        if (kroots_state.n == KROOTS_BATCH)
+            flush();
+    }
+    flush();
+    if (!pending)
+        atomic_store(&kroots_state.sig_overflow, false);
+    return atomic_load(&kroots_state.sig_overflow) ? -ENOSPC : 0;
 }
 
 /* Epoll instances the wrappers did not see: inherited across exec, or made before Oscar was
@@ -172,5 +272,8 @@ int kroots_for_each(roots_fn fn, void *arg) {
             kroots_note_timer();
         flush();
     }
+    int err = queued_signals();
+    if (err)
+        return err;
     return atomic_load(&kroots_state.overflow) ? -ENOSPC : 0;
 }

@@ -8,8 +8,10 @@
  * instances made before, /proc/self/fd); a mark reads each one's registrations from
  * /proc/self/fdinfo/<fd> (a line per watched descriptor, with its user data) and scans those
  * values as a root. Likewise the value of a POSIX timer's sigevent, once the program made a
- * timer that signals (/proc/self/timers). io_uring's user data and pointers the program hides
- * are still not seen (README, Limitations). */
+ * timer that signals (/proc/self/timers), and the values of the signals the program queued to
+ * itself with sigqueue or pthread_sigqueue, while one of that number is pending (ShdPnd and
+ * each thread's SigPnd in /proc/self/status). io_uring's user data and pointers the program
+ * hides are still not seen (README, Limitations). */
 #ifndef OSCAR_SCAN_KROOTS_H
 #define OSCAR_SCAN_KROOTS_H
 #include "scan/roots.h"
@@ -18,6 +20,9 @@
 void kroots_note_epoll(int fd);
 /* The program made a POSIX timer that signals (any thread; signal-safe). */
 void kroots_note_timer(void);
+/* The program queued signal sig with value to itself (sigqueue, pthread_sigqueue): the value
+ * is a root while such a signal is pending (any thread; signal-safe). */
+void kroots_note_signal(int sig, uintptr_t value);
 /* fd is an epoll instance's that was noted: copies are noted as well (dup). */
 bool kroots_is_epoll(int fd);
 /* Calls fn on the user data of every registration of every noted epoll instance, and on the
@@ -26,6 +31,7 @@ bool kroots_is_epoll(int fd);
  * (its buffers are static), holding what its caller holds (a mark, or strict mode's proof
  * of recycled addresses) and taking no lock.
  * 0, or -errno (then no proof holds): -ENOSPC when the program had more epoll instances than
- * could be noted, -ENOTSUP when it made a timer and the kernel has no /proc/self/timers. */
+ * could be noted (or more queued signals, while any signal is pending), -ENOTSUP when it made a
+ * timer and the kernel has no /proc/self/timers. */
 int kroots_for_each(roots_fn fn, void *arg);
 #endif
