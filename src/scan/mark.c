@@ -257,6 +257,24 @@ static inline void bits_set(uint64_t *w, size_t from, size_t count) {
     }
 }
 
+/* A small page's geometry is whole (the callers read it with the world stopped, or in a
+ * snapshot's child: candidates() and scan_heap(), which may run beside the program, check
+ * the copies they go on to use instead). */
+static inline bool small_geometry(const struct ph_page *pg) {
+    return pg->slot_size && (size_t)pg->nslots * pg->slot_size <= PH_PAGE &&
+           pg->nwords <= PH_MAX_WORDS;
+}
+
+/* The bytes of large object i to read, kept inside its run and pages [i, end); *run its
+ * pages (at least 1). */
+static inline size_t large_extent(size_t i, const struct ph_page *pg, size_t end, size_t *run) {
+    size_t r = pg->run ? pg->run : 1, len = align_up(pg->large_size, OSCAR_PAGE);
+    if (r > end - i)
+        r = end - i;
+    *run = r;
+    return len < r << PH_PAGE_SHIFT ? len : r << PH_PAGE_SHIFT;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Pass 1: marking. */
 
@@ -271,6 +289,8 @@ static inline void bits_set(uint64_t *w, size_t from, size_t count) {
  * NOTE_LARGE for a large object. */
 #define NOTE_LARGE 0xFFFFu
 static inline uint64_t note_of(size_t i, unsigned s) { return (uint64_t)i << 16 | s; }
+static inline size_t note_page(uint64_t note) { return (size_t)(note >> 16); }
+static inline unsigned note_slot(uint64_t note) { return (unsigned)(note & 0xFFFF); }
 static struct {
     _Atomic uint32_t count; /* notes made this round (past HELD_MAX: some were lost) */
     uint32_t read;          /* notes read */
@@ -519,11 +539,7 @@ static void scan_heap(size_t first, size_t last, size_t end) {
             }
         } else if (kind == PHK_LARGE) {
             uint32_t st = atomic_load_explicit(&pg->lstate, memory_order_relaxed);
-            size_t run = pg->run ? pg->run : 1, len = align_up(pg->large_size, OSCAR_PAGE);
-            if (run > end - i)
-                run = end - i;
-            if (len > run << PH_PAGE_SHIFT)
-                len = run << PH_PAGE_SHIFT;
+            size_t run, len = large_extent(i, pg, end, &run);
             if (st == PHS_LIVE) {
                 if (unlikely(mark_state.dangling)) {
                     mark_state.obj = base;
@@ -574,8 +590,8 @@ static void scan_written(uintptr_t lo, uintptr_t hi, size_t used, size_t *done) 
 
 /* The contents of one freed object the mark found pointed to (a note: page << 16 | slot). */
 static void held_read_one(uint64_t note, size_t used) {
-    size_t i = (size_t)(note >> 16);
-    unsigned s = (unsigned)(note & 0xFFFF);
+    size_t i = note_page(note), run;
+    unsigned s = note_slot(note);
     if (i >= used)
         return;
     struct ph_page *pg = &ph.pages[i];
@@ -584,15 +600,10 @@ static void held_read_one(uint64_t note, size_t used) {
     if (s == NOTE_LARGE) {
         if (kind != PHK_LARGE)
             return;
-        size_t run = pg->run ? pg->run : 1;
-        if (run > used - i)
-            run = used - i;
         lo = ph_page_base(i);
-        len = align_up(pg->large_size, OSCAR_PAGE);
-        if (len > run << PH_PAGE_SHIFT)
-            len = run << PH_PAGE_SHIFT;
+        len = large_extent(i, pg, used, &run);
     } else {
-        if (kind != PHK_SMALL || s >= pg->nslots || (size_t)pg->nslots * pg->slot_size > PH_PAGE)
+        if (kind != PHK_SMALL || !small_geometry(pg) || s >= pg->nslots)
             return;
         lo = ph_page_base(i) + (uintptr_t)s * pg->slot_size;
         len = pg->slot_size;
@@ -616,7 +627,7 @@ static void each_marked(size_t used, void (*fn)(uint64_t note, void *arg), void 
         if (kind == PHK_LARGE &&
             atomic_load_explicit(&pg->lstate, memory_order_relaxed) == PHS_MARKED)
             fn(note_of(i, NOTE_LARGE), arg);
-        if (kind != PHK_SMALL || pg->nwords > PH_MAX_WORDS)
+        if (kind != PHK_SMALL || !small_geometry(pg))
             continue;
         for (unsigned w = 0; w < pg->nwords; w++)
             for (uint64_t m = word_in_state(ph.meta[i].slot, w, pg->nslots, PHS_MARKED); m;
@@ -1345,8 +1356,7 @@ static bool snapshot_keeps(size_t i) {
         return pg->run <= i && page_has_cand(i - pg->run);
     if (!page_has_cand(i))
         return false;
-    if (kind != PHK_SMALL || pg->nwords > PH_MAX_WORDS || !pg->slot_size ||
-        (size_t)pg->nslots * pg->slot_size > PH_PAGE)
+    if (kind != PHK_SMALL || !small_geometry(pg))
         return true;
     for (unsigned w = 0; w < pg->nwords; w++) {
         uint64_t cand, marked;
@@ -1416,8 +1426,8 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
 /* The parent: a record of the child's. Only CAND turns MARKED (a record is never trusted to
  * name anything else). */
 static void snapshot_mark(uint64_t r, size_t used) {
-    size_t i = (size_t)(r >> 16);
-    unsigned s = (unsigned)(r & 0xFFFF);
+    size_t i = note_page(r);
+    unsigned s = note_slot(r);
     if (i >= used)
         return;
     struct ph_page *pg = &ph.pages[i];
