@@ -3,6 +3,7 @@
 #include "scan/kroots.h"
 #include "base/fmt.h"
 #include "scan/maps.h"
+#include "scan/world.h"
 #include "os/os.h"
 
 #include <errno.h>
@@ -135,34 +136,21 @@ static int pending_line(char *line, void *arg) {
     return 0;
 }
 
-/* The signals pending for the process or any of its threads; 0 or -errno. */
+/* The signals pending for the process or any of its threads; 0 or -errno. The world is
+ * stopped: the program's threads are this one (its status has the process's ShdPnd too) and
+ * the parked ones. */
 static int pending_signals(uint64_t *mask) {
     *mask = 0;
-    int err = proc_lines("/proc/self/status", kroots_state.buf, pending_line, mask);
-    long dir = err ? -1 : os_open_dir("/proc/self/task");
-    if (dir < 0)
-        return err ? err : (int)dir;
-    /* (kroots_state.buf holds the status lines: the directory's entries go in values.) */
-    char *ents = (char *)kroots_state.values;
-    long n;
-    while (!err && (n = os_getdents((int)dir, ents, sizeof kroots_state.values)) > 0) {
-        for (long off = 0; off < n && !err;) {
-            struct os_dirent *d = (void *)(ents + off);
-            off += d->reclen;
-            if (d->name[0] < '0' || d->name[0] > '9')
-                continue;
-            char path[64];
-            struct fmt f = FMT_INIT(path);
-            fmt_str(&f, "/proc/self/task/");
-            fmt_str(&f, d->name);
-            fmt_str(&f, "/status");
-            fmt_char(&f, 0);
-            int e = proc_lines(path, kroots_state.buf, pending_line, mask);
-            if (e && e != -ENOENT) /* (a thread that exited meanwhile: nothing pending) */
-                err = e;
-        }
+    int err = proc_lines("/proc/thread-self/status", kroots_state.buf, pending_line, mask);
+    for (size_t i = 0, n = world_count(); !err && i < n; i++) {
+        char path[64];
+        struct fmt f = FMT_INIT(path);
+        fmt_str(&f, "/proc/self/task/");
+        fmt_u64(&f, (uint64_t)world_thread_at(i)->tid);
+        fmt_str(&f, "/status");
+        fmt_char(&f, 0);
+        err = proc_lines(path, kroots_state.buf, pending_line, mask);
     }
-    os_close((int)dir);
     return err;
 }
 

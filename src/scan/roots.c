@@ -199,7 +199,7 @@ struct walk {
     int pagemap_fd; /* /proc/self/pagemap, or -1 */
     bool hidden;    /* ... memory the program cannot read now (PROT_NONE) */
     int prot;       /* ... its protection (PROT_*), as /proc/self/maps says */
-    int mem_fd;     /* /proc/self/mem once such memory had pages (else -1) */
+    int mem_fd;     /* /proc/self/mem once such memory had pages (-1: not yet; -2: refused) */
     int err;        /* a hidden mapping's pages could not be read: -errno */
     unsigned which; /* ROOTS_*: the kinds of memory reported */
     char name[64];
@@ -286,22 +286,22 @@ static void hidden_run(uintptr_t a, uintptr_t b, void *ctx) {
     struct walk *w = c->w;
     if (w->err)
         return;
-    if (w->mem_fd < 0) {
+    if (w->mem_fd == -1) {
         long fd = os_open_read("/proc/self/mem");
-        if (fd < 0) {
-            /* A process made non-dumpable may not open its own (EACCES): the run is made
-             * readable for the read, then given its protection back. The program's threads
-             * are stopped (or this is a snapshot's child, a copy), so none sees it. */
-            long r = os_syscall(SYS_mprotect, (long)a, (long)(b - a), PROT_READ, 0, 0);
-            if (r == 0) {
-                w->fn(a, b, c->kind, c->name, w->arg);
-                r = os_syscall(SYS_mprotect, (long)a, (long)(b - a), w->prot, 0, 0);
-            }
-            if (r != 0)
-                w->err = (int)r;
-            return;
+        w->mem_fd = fd >= 0 ? (int)fd : -2; /* (asked once a walk) */
+    }
+    if (w->mem_fd == -2) {
+        /* A process made non-dumpable may not open its own (EACCES): the run is made
+         * readable for the read, then given its protection back. The program's threads are
+         * stopped (or this is a snapshot's child, a copy), so none sees it. */
+        long r = os_syscall(SYS_mprotect, (long)a, (long)(b - a), PROT_READ, 0, 0);
+        if (r == 0) {
+            w->fn(a, b, c->kind, c->name, w->arg);
+            r = os_syscall(SYS_mprotect, (long)a, (long)(b - a), w->prot, 0, 0);
         }
-        w->mem_fd = (int)fd;
+        if (r != 0)
+            w->err = (int)r;
+        return;
     }
     uintptr_t *buf = roots_state.hidden_buf;
     while (a < b) {
