@@ -21,12 +21,15 @@ void stats_raise_peak(enum stat_id peak, uint64_t value) {
         ;
 }
 
+/* A gauge's counts are folded thread by thread: a thread that only frees may fold before the
+ * one whose allocations it freed, and the gauge then dips below zero for a while. Such a
+ * value is no peak (read unsigned it would be the largest of all). */
 void stats_gauge_add(enum stat_id gauge, enum stat_id peak, int64_t n) {
-    uint64_t now =
-        atomic_fetch_add_explicit(&oscar_stats[gauge], (uint64_t)n, memory_order_relaxed) +
-        (uint64_t)n;
-    if (n > 0)
-        stats_raise_peak(peak, now);
+    int64_t now = (int64_t)(atomic_fetch_add_explicit(&oscar_stats[gauge], (uint64_t)n,
+                                                      memory_order_relaxed) +
+                            (uint64_t)n);
+    if (n > 0 && now > 0)
+        stats_raise_peak(peak, (uint64_t)now);
 }
 
 void stats_fold(uint64_t allocs, uint64_t frees, uint64_t small, uint64_t large,

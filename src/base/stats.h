@@ -22,7 +22,7 @@ static inline void stats_add(enum stat_id id, int64_t n) {
 }
 /* Raise `peak` to at least `value`. */
 void stats_raise_peak(enum stat_id peak, uint64_t value);
-/* Add n to a gauge and keep its peak. */
+/* Add n to a gauge and keep its peak (a gauge below zero, folded early, is none). */
 void stats_gauge_add(enum stat_id gauge, enum stat_id peak, int64_t n);
 /* Fold one thread's local malloc/free counts into the globals. */
 void stats_fold(uint64_t allocs, uint64_t frees, uint64_t small, uint64_t large,
