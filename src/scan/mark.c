@@ -443,10 +443,15 @@ static void candidates(size_t first, size_t last) {
         if (kind == PHK_SMALL) {
             _Atomic uint16_t *slot = ph.meta[i].slot;
             unsigned n = pg->nslots, size = pg->slot_size, g = size / 16, nw = pg->nwords;
-            uint64_t cw[PH_MAX_WORDS], ew[PH_MAX_WORDS];
+            /* (one word more: a slot's granules may spill into it, all zero) */
+            uint64_t cw[PH_MAX_WORDS + 1], ew[PH_MAX_WORDS + 1];
             bool any = false;
             if (!size || (size_t)n * size > PH_PAGE || nw > PH_MAX_WORDS)
                 continue; /* (a page being set up while the world runs: no QUAR slot yet) */
+            /* A slot of at most 64 granules covers two filter words at most: its bits are
+             * set without a branch (a candidate's size and place are random, and branches
+             * on them were mispredicted once or twice per candidate). */
+            uint64_t gmask = g >= 64 ? ~0ULL : (1ULL << g) - 1;
             for (unsigned w = 0; w < nw; w++) {
                 uint64_t q = word_in_state(slot, w, n, PHS_QUAR);
                 if (!q)
@@ -465,15 +470,20 @@ static void candidates(size_t first, size_t last) {
                     uint16_t v = atomic_load_explicit(&slot[t], memory_order_relaxed);
                     atomic_store_explicit(&slot[t], (uint16_t)((v & ~PHS_MASK) | PHS_CAND),
                                           memory_order_relaxed);
-                    if (g != 1)
-                        bits_set(cw, (size_t)t * g, g);
-                    if ((v >> 3) == 0) { /* fills its slot: one past its end counts */
-                        size_t e = (size_t)(t + 1) * g;
-                        if (e < gpp)
-                            ew[e / 64] |= 1ULL << (e % 64);
-                        else
-                            end_mark(base + (uintptr_t)t * size, size, true);
+                    size_t from = (size_t)t * g, e = from + g;
+                    if (g <= 64) {
+                        unsigned b = (unsigned)(from % 64);
+                        cw[from / 64] |= gmask << b;
+                        cw[from / 64 + 1] |= (gmask >> 1) >> (63 - b); /* (what << b lost) */
+                    } else {
+                        bits_set(cw, from, g);
                     }
+                    /* An object that fills its slot: one past its end counts. */
+                    uint64_t fills = (v >> 3) == 0;
+                    if (likely(e < gpp))
+                        ew[e / 64] |= fills << (e % 64);
+                    else if (fills)
+                        end_mark(base + (uintptr_t)t * size, size, true);
                 }
             }
             if (!any)
