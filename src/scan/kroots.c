@@ -12,6 +12,7 @@
 #define KROOTS_EPOLL_MAX 1024 /* epoll instances noted at once */
 #define KROOTS_BATCH 512      /* user data values handed to the walk at a time */
 #define KROOTS_SIGNALS_MAX 256 /* queued signals' values noted at once */
+#define KROOTS_RINGS_MAX 64    /* io_uring descriptors read at once */
 
 static struct {
     /* fd + 1 of each noted epoll instance, 0 for a free slot: taken by compare-and-swap from
@@ -28,6 +29,12 @@ static struct {
     atomic_int signo[KROOTS_SIGNALS_MAX];
     _Atomic uintptr_t sigval[KROOTS_SIGNALS_MAX];
     atomic_bool sig_overflow;
+    /* io_uring rings (the marking thread's): the digest of the rings mapped at the latest
+     * walk of the mappings, the one the descriptors below were found for, and those. */
+    uint64_t rings, rings_found;
+    int ring_fd[KROOTS_RINGS_MAX];
+    unsigned nrings;
+    bool rings_overflow; /* more ring descriptors than ring_fd holds */
     /* The walk's (the marking thread's, world stopped; in liboscar.so's own data, so not a
      * root itself): the fdinfo file's lines, and the values read from it. */
     char buf[MAPS_BUF];
@@ -187,12 +194,11 @@ static int queued_signals(void) {
     return atomic_load(&kroots_state.sig_overflow) ? -ENOSPC : 0;
 }
 
-/* Epoll instances the wrappers did not see: inherited across exec, or made before Oscar was
- * loaded. Once, at the first walk: /proc/self/fd's links to "anon_inode:[eventpoll]". */
-static void note_existing(void) {
+/* Each descriptor of the process whose /proc/self/fd link is `link`: fn(fd). 0 or -errno. */
+static int each_fd_to(const char *link_wanted, void (*fn)(int fd)) {
     long dir = os_open_dir("/proc/self/fd");
     if (dir < 0)
-        return;
+        return (int)dir;
     long n;
     while ((n = os_getdents((int)dir, kroots_state.buf, sizeof kroots_state.buf)) > 0) {
         for (long off = 0; off < n;) {
@@ -205,16 +211,88 @@ static void note_existing(void) {
             fmt_str(&f, "/proc/self/fd/");
             fmt_str(&f, d->name);
             fmt_char(&f, 0);
-            if (os_readlink(path, link, sizeof link) > 0 &&
-                strcmp(link, "anon_inode:[eventpoll]") == 0) {
+            if (os_readlink(path, link, sizeof link) > 0 && strcmp(link, link_wanted) == 0) {
                 int fd = 0;
                 for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
                     fd = fd * 10 + (*c - '0');
-                kroots_note_epoll(fd);
+                fn(fd);
             }
         }
     }
     os_close((int)dir);
+    return n < 0 ? (int)n : 0;
+}
+
+/* Epoll instances the wrappers did not see: inherited across exec, or made before Oscar was
+ * loaded. Once, at the first walk. */
+static void note_existing(void) { each_fd_to("anon_inode:[eventpoll]", kroots_note_epoll); }
+
+void kroots_rings(uint64_t digest) { kroots_state.rings = digest; }
+
+static void note_ring(int fd) {
+    if (kroots_state.nrings < KROOTS_RINGS_MAX)
+        kroots_state.ring_fd[kroots_state.nrings++] = fd;
+    else
+        kroots_state.rings_overflow = true;
+}
+
+/* The decimal number p begins with. */
+static uint64_t dec_value(const char *p) {
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    return v;
+}
+
+/* /proc/self/fdinfo/N of an io_uring: below "CqOverflowList:", a line per completion the
+ * full ring could not take, "  user_data=140123456789, res=0, flags=0" (decimal). (The
+ * ring's own completions, "    0: user_data:..." above, are read from its mapping.) */
+static int overflow_line(char *line, void *arg) {
+    (void)arg;
+    const char *p = line;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncmp(p, "user_data=", 10) == 0) {
+        kroots_state.values[kroots_state.n++] = dec_value(p + 10);
+        if (kroots_state.n == KROOTS_BATCH)
+            flush();
+    }
+    return 0;
+}
+
+/* The overflowed completions of every io_uring of the process. Its descriptors are looked
+ * for again whenever the rings mapped changed (none: nothing to read). A ring whose
+ * descriptor was closed once it was mapped (a registered ring) lists nothing: README. */
+static int ring_overflows(void) {
+    if (kroots_state.rings != kroots_state.rings_found) {
+        kroots_state.nrings = 0;
+        kroots_state.rings_overflow = false;
+        if (kroots_state.rings) {
+            int err = each_fd_to("anon_inode:[io_uring]", note_ring);
+            if (err)
+                return err;
+        }
+        kroots_state.rings_found = kroots_state.rings;
+    }
+    for (unsigned i = 0; i < kroots_state.nrings; i++) {
+        int fd = kroots_state.ring_fd[i];
+        char path[64];
+        struct fmt f = FMT_INIT(path);
+        fmt_str(&f, "/proc/self/fdinfo/");
+        fmt_u64(&f, (uint64_t)fd);
+        fmt_char(&f, 0);
+        struct fmt g = FMT_INIT(kroots_state.name);
+        fmt_str(&g, "user data of an overflowed io_uring completion, descriptor ");
+        fmt_u64(&g, (uint64_t)fd);
+        fmt_char(&g, 0);
+        int err = proc_lines(path, kroots_state.buf, overflow_line, NULL);
+        flush();
+        if (err == -ENOENT || err == -EBADF)
+            kroots_state.rings_found = 0; /* (closed: look again at the next walk) */
+        else if (err)
+            return err;
+    }
+    return kroots_state.rings_overflow ? -ENOSPC : 0;
 }
 
 int kroots_for_each(roots_fn fn, void *arg) {
@@ -261,6 +339,8 @@ int kroots_for_each(roots_fn fn, void *arg) {
         flush();
     }
     int err = queued_signals();
+    if (!err)
+        err = ring_overflows();
     if (err)
         return err;
     return atomic_load(&kroots_state.overflow) ? -ENOSPC : 0;

@@ -10,8 +10,12 @@
  * values as a root. Likewise the value of a POSIX timer's sigevent, once the program made a
  * timer that signals (/proc/self/timers), and the values of the signals the program queued to
  * itself with sigqueue or pthread_sigqueue, while one of that number is pending (ShdPnd and
- * each thread's SigPnd in /proc/self/status). io_uring's user data and pointers the program
- * hides are still not seen (README, Limitations). */
+ * each thread's SigPnd in /proc/self/status). An io_uring's completions wait in its ring,
+ * memory of the process's (a root like any); once the ring is full they wait in the kernel's
+ * overflow list, which the ring's /proc/self/fdinfo/<fd> lists: its user data are scanned
+ * too (rings are found from their mappings; liburing makes its system calls itself, so no
+ * wrapper sees them made). The user data of an io_uring request still in flight and pointers
+ * the program hides are not seen (README, Limitations). */
 #ifndef OSCAR_SCAN_KROOTS_H
 #define OSCAR_SCAN_KROOTS_H
 #include "scan/roots.h"
@@ -23,6 +27,10 @@ void kroots_note_timer(void);
 /* The program queued signal sig with value to itself (sigqueue, pthread_sigqueue): the value
  * is a root while such a signal is pending (any thread; signal-safe). */
 void kroots_note_signal(int sig, uintptr_t value);
+/* The io_uring rings the program has mapped, as the latest walk of its mappings found them:
+ * a digest of their inodes, 0 for none (roots_for_each_of, the marking thread). A change
+ * makes the next kroots_for_each look for their descriptors again. */
+void kroots_rings(uint64_t digest);
 /* fd is an epoll instance's that was noted: copies are noted as well (dup). */
 bool kroots_is_epoll(int fd);
 /* Calls fn on the user data of every registration of every noted epoll instance, and on the

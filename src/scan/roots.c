@@ -202,6 +202,7 @@ struct walk {
     int mem_fd;     /* /proc/self/mem once such memory had pages (-1: not yet; -2: refused) */
     int err;        /* a hidden mapping's pages could not be read: -errno */
     unsigned which; /* ROOTS_*: the kinds of memory reported */
+    uint64_t rings; /* the io_uring rings mapped: a digest of their inodes (kroots_rings) */
     char name[64];
 };
 
@@ -426,6 +427,8 @@ static int root_line(const struct maps_line *m, void *argv) {
     }
     if (own)
         return 0;
+    if (strcmp(m->path, "anon_inode:[io_uring]") == 0)
+        w->rings = w->rings * 1000003 + m->inode + 1;
     /* Not readable: a loaded object's gaps hold nothing, nor does the sample pool's address
      * space (a freed sampled object's page is revoked, its contents the program's no more). */
     w->hidden = m->perms[0] != 'r';
@@ -526,6 +529,8 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
         err = maps_each(roots_state.roots_buf, root_line, w);
         if (!err)
             err = w->err;
+        if (!err)
+            kroots_rings(w->rings);
         if (w->pagemap_fd >= 0)
             os_close(w->pagemap_fd);
         if (w->mem_fd >= 0)
