@@ -26,6 +26,9 @@ SHAPES = [
     ("protect_shape_shared", ["anon"]),      # MAP_SHARED | MAP_ANONYMOUS
     ("protect_shape_shared", ["file"]),      # a file of the program's, MAP_SHARED
     ("protect_shape_shared", ["fileprivate"]),  # ... MAP_PRIVATE, written
+    ("protect_shape_shared", ["sysv"]),      # a System V shared memory segment
+    ("protect_shape_shared", ["hugetlb"]),   # huge pages of the kernel's pool, private
+    ("protect_shape_shared", ["hugetlbshared"]),  # ... shared
     ("protect_shape_moving", []),            # moving between global, stack, fresh objects
     ("protect_shape_signal_move", []),       # a signal handler moving it on a parked thread
     ("protect_shape_vector_register", []),   # a vector register of a spinning thread
@@ -53,6 +56,28 @@ def skip_unless_concurrent(program, mark, args=()):
         pytest.skip("a shape of concurrent marks: with the world stopped nothing moves")
     if "nonebig" in args and not kernel_at_least(6, 7):
         pytest.skip("inaccessible reservations are read where PAGEMAP_SCAN lists their pages")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def huge_pages():
+    """Two huge pages in the kernel's pool for the hugetlb shapes, where root may add them (put
+    back as they were afterwards); elsewhere those shapes say "unsupported" and skip."""
+    path = "/proc/sys/vm/nr_hugepages"
+    try:
+        with open(path) as f:
+            before = f.read().strip()
+        if int(before) < 2:
+            with open(path, "w") as f:
+                f.write("2")
+    except (OSError, ValueError):
+        before = None
+    yield
+    if before is not None:
+        try:
+            with open(path, "w") as f:
+                f.write(before)
+        except OSError:
+            pass
 
 
 def skip_if_unsupported(res):

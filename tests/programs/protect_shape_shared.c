@@ -2,11 +2,16 @@
  * argv[1] = "memfd" (memfd_create + MAP_SHARED), "shm" (shm_open, /dev/shm), "anon"
  * (MAP_SHARED | MAP_ANONYMOUS), "file" (a file of its own in $TMPDIR or /tmp, MAP_SHARED), or
  * in a private mapping of that file ("fileprivate": written, so the page is the process's own
- * copy). Still a root. See protect_common.h. */
+ * copy), or "sysv" (a System V segment, shmget + shmat, removed once attached), or huge pages
+ * of the kernel's pool ("hugetlb", "hugetlbshared": MAP_HUGETLB, 2 MiB; "unsupported" where
+ * the pool is empty). Still a root. See protect_common.h. */
 #define _GNU_SOURCE
 #include "protect_common.h"
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
@@ -15,6 +20,23 @@ int main(int argc, char **argv) {
     void **page;
     if (strcmp(how, "anon") == 0) {
         page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    } else if (strncmp(how, "hugetlb", 7) == 0) {
+        int flags = strcmp(how, "hugetlbshared") == 0 ? MAP_SHARED : MAP_PRIVATE;
+        page = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE, flags | MAP_ANONYMOUS | MAP_HUGETLB,
+                    -1, 0);
+        if (page == MAP_FAILED) {
+            printf("unsupported MAP_HUGETLB: %s\n", strerror(errno));
+            return 0;
+        }
+        page[0] = page; /* (the huge page made present) */
+    } else if (strcmp(how, "sysv") == 0) {
+        int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+        page = id < 0 ? (void *)-1 : shmat(id, NULL, 0);
+        if (id < 0 || page == (void *)-1) {
+            perror("shmget/shmat");
+            return 2;
+        }
+        shmctl(id, IPC_RMID, NULL); /* (gone once detached: at exit) */
     } else if (strncmp(how, "file", 4) == 0) {
         const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
         char name[512];
