@@ -42,6 +42,7 @@ SHAPES = [
     ("protect_shape_freed_holder", ["chain", "many"]),  # ... among 6,000 held objects
     ("protect_ring_held", ["uring"]),        # an io_uring completion not yet reaped
     ("protect_ring_held", ["uring", "overflow"]),  # ... in the kernel's overflow list
+    ("protect_ring_held", ["uring", "buffer", "busy"]),  # a buffer registered with a busy ring
     ("protect_ring_held", ["aio"]),          # a Linux AIO event not yet reaped
 ]
 

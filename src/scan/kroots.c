@@ -244,23 +244,77 @@ static uint64_t dec_value(const char *p) {
     return v;
 }
 
-/* /proc/self/fdinfo/N of an io_uring: below "CqOverflowList:", a line per completion the
- * full ring could not take, "  user_data=140123456789, res=0, flags=0" (decimal). (The
- * ring's own completions, "    0: user_data:..." above, are read from its mapping.) */
-static int overflow_line(char *line, void *arg) {
-    (void)arg;
+static void ring_value(uintptr_t v) {
+    kroots_state.values[kroots_state.n++] = v;
+    if (kroots_state.n == KROOTS_BATCH)
+        flush();
+}
+
+/* /proc/self/fdinfo/N of an io_uring. Below "UserBufs:", a line per buffer registered with
+ * the ring, "    0: 0x7f0123456000/4096": the kernel keeps its address and may read or write
+ * there until it is unregistered, so its first and last bytes are roots. Below
+ * "CqOverflowList:", a line per completion the full ring could not take,
+ * "  user_data=140123456789, res=0, flags=0" (decimal). (The ring's own completions,
+ * "    0: user_data:...", are read from its mapping.) */
+struct ring_listing {
+    long bufs;      /* "UserBufs:" says how many (-1: no such line) */
+    long bufs_seen; /* buffer lines read */
+};
+
+static int ring_line(char *line, void *arg) {
+    struct ring_listing *l = arg;
+    if (strncmp(line, "UserBufs:", 9) == 0) {
+        const char *c = line + 9;
+        while (*c == ' ' || *c == '\t')
+            c++;
+        l->bufs = (long)dec_value(c);
+        return 0;
+    }
     const char *p = line;
     while (*p == ' ' || *p == '\t')
         p++;
     if (strncmp(p, "user_data=", 10) == 0) {
-        kroots_state.values[kroots_state.n++] = dec_value(p + 10);
-        if (kroots_state.n == KROOTS_BATCH)
-            flush();
+        ring_value(dec_value(p + 10));
+        return 0;
     }
+    const char *q = p;
+    while (*q >= '0' && *q <= '9')
+        q++;
+    if (q == p || strncmp(q, ": 0x", 4) != 0)
+        return 0;
+    uintptr_t addr = hex_value(q + 4);
+    for (q += 4; (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f'); q++)
+        ;
+    uint64_t len = *q == '/' ? dec_value(q + 1) : 0;
+    ring_value(addr);
+    if (len > 1)
+        ring_value(addr + len - 1);
+    l->bufs_seen++;
     return 0;
 }
 
-/* The overflowed completions of every io_uring of the process. Its descriptors are looked
+/* One ring's listing, whole: the kernel lists a ring's buffers only if it can take the ring's
+ * lock at once (newer kernels list nothing of the ring then, not even "UserBufs:"); the
+ * overflow list, where the kernel has it, comes with them or under a lock it waits for. A
+ * listing whose buffers are missing is read again, a few times, then given up (-EBUSY: the
+ * round is skipped). Values of an incomplete reading are scanned too (more roots than
+ * needed: harmless). */
+static int ring_listing(const char *path) {
+    for (int tries = 0;; tries++) {
+        struct ring_listing l = {-1, 0};
+        int err = proc_lines(path, kroots_state.buf, ring_line, &l);
+        flush();
+        if (err)
+            return err;
+        if (l.bufs >= 0 && l.bufs_seen >= l.bufs)
+            return 0;
+        if (tries == 3)
+            return -EBUSY;
+        os_yield();
+    }
+}
+
+/* The overflowed completions and registered buffers of every io_uring of the process. Its descriptors are looked
  * for again whenever the rings mapped changed (none: nothing to read). A ring whose
  * descriptor was closed once it was mapped (a registered ring) lists nothing: README. */
 static int ring_overflows(void) {
@@ -282,11 +336,11 @@ static int ring_overflows(void) {
         fmt_u64(&f, (uint64_t)fd);
         fmt_char(&f, 0);
         struct fmt g = FMT_INIT(kroots_state.name);
-        fmt_str(&g, "user data of an overflowed io_uring completion, descriptor ");
+        fmt_str(&g, "io_uring descriptor ");
         fmt_u64(&g, (uint64_t)fd);
+        fmt_str(&g, " (overflow, buffers)");
         fmt_char(&g, 0);
-        int err = proc_lines(path, kroots_state.buf, overflow_line, NULL);
-        flush();
+        int err = ring_listing(path);
         if (err == -ENOENT || err == -EBADF)
             kroots_state.rings_found = 0; /* (closed: look again at the next walk) */
         else if (err)

@@ -12,7 +12,8 @@
  * itself with sigqueue or pthread_sigqueue, while one of that number is pending (ShdPnd and
  * each thread's SigPnd in /proc/self/status). An io_uring's completions wait in its ring,
  * memory of the process's (a root like any); once the ring is full they wait in the kernel's
- * overflow list, which the ring's /proc/self/fdinfo/<fd> lists: its user data are scanned
+ * overflow list, which the ring's /proc/self/fdinfo/<fd> lists with the buffers registered
+ * with the ring (the kernel may write into one after the program freed it): both are scanned
  * too (rings are found from their mappings; liburing makes its system calls itself, so no
  * wrapper sees them made). The user data of an io_uring request still in flight and pointers
  * the program hides are not seen (README, Limitations). */
@@ -39,7 +40,8 @@ bool kroots_is_epoll(int fd);
  * (its buffers are static), holding what its caller holds (a mark, or strict mode's proof
  * of recycled addresses) and taking no lock.
  * 0, or -errno (then no proof holds): -ENOSPC when the program had more epoll instances than
- * could be noted (or more queued signals, while any signal is pending), -ENOTSUP when it made a
- * timer and the kernel has no /proc/self/timers. */
+ * could be noted (or more queued signals, while any signal is pending, or more io_urings
+ * than are read), -ENOTSUP when it made a timer and the kernel has no /proc/self/timers,
+ * -EBUSY when an io_uring's buffers could not be listed (its lock stayed busy). */
 int kroots_for_each(roots_fn fn, void *arg);
 #endif

@@ -11,6 +11,11 @@
  * "uring overflow": the completion queue (8 entries) is full first, so the completion waits
  * in the kernel's overflow list (IORING_FEAT_NODROP), outside the ring: the kernel lists it in
  * the ring's /proc/self/fdinfo entry, where a mark must read it.
+ * "uring buffer": no completion, but the object registered as a fixed buffer of the ring
+ * (IORING_REGISTER_BUFFERS), then freed: the kernel keeps its address and may still read or
+ * write there (a READ_FIXED into it), so it must not become another object; fdinfo lists it.
+ * "uring buffer busy": the same while another thread keeps the ring busy with no-ops (the
+ * kernel lists the buffers only when it gets the ring's lock at once).
  * Prints "unsupported <why>" and exits 0 where the kernel refuses the ring. */
 #include "protect_common.h"
 
@@ -18,9 +23,11 @@
 #include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <linux/io_uring.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---- io_uring, by its system calls */
@@ -121,6 +128,48 @@ __attribute__((noinline)) static int submit_masked(uintptr_t m) {
     return submit(control ? 0 : (uint64_t)(m ^ MASK));
 }
 
+/* The object as a fixed buffer of the ring (unless control), freed, the class churned; then
+ * the buffer unregistered and the class churned again. */
+__attribute__((noinline)) static int register_masked(struct uring *r, uintptr_t m) {
+    struct iovec iov = {(void *)(m ^ MASK), OBJ_SIZE};
+    return (int)syscall(__NR_io_uring_register, r->fd, IORING_REGISTER_BUFFERS, &iov, 1);
+}
+
+static atomic_int busy_stop;
+
+static void *keep_busy(void *arg) {
+    struct uring *r = arg;
+    while (!atomic_load(&busy_stop)) {
+        uring_nop(r, 0);
+        uring_reap(r);
+    }
+    return NULL;
+}
+
+static int registered_buffer(struct uring *r, int busy) {
+    uintptr_t m = make_object();
+    if (!control && register_masked(r, m) != 0) {
+        printf("unsupported IORING_REGISTER_BUFFERS: %s\n", strerror(errno));
+        return 0;
+    }
+    free_object(m);
+    clear_stack();
+    pthread_t t;
+    if (busy)
+        pthread_create(&t, NULL, keep_busy, r);
+    int held = churn(m, ROUNDS);
+    if (busy) {
+        atomic_store(&busy_stop, 1);
+        pthread_join(t, NULL);
+    }
+    printf("held_reused %d\n", held);
+    if (!control)
+        syscall(__NR_io_uring_register, r->fd, IORING_UNREGISTER_BUFFERS, NULL, 0);
+    clear_stack();
+    printf("released_reused %d\n", churn(m, ROUNDS));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     uring = argc > 1 && strcmp(argv[1], "uring") == 0;
@@ -129,6 +178,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     int overflow = uring && argc > 2 && strcmp(argv[2], "overflow") == 0;
+    if (uring && argc > 2 && strcmp(argv[2], "buffer") == 0)
+        return registered_buffer(&u, argc > 3 && strcmp(argv[3], "busy") == 0);
     if (overflow && !(u.p.features & IORING_FEAT_NODROP)) {
         printf("unsupported overflow: no IORING_FEAT_NODROP\n");
         return 0;
