@@ -221,6 +221,18 @@ def test_dangling_report_names_the_epoll_instance(runner):
     assert any(re.fullmatch(pat, l) for l in res.stderr.splitlines()), res.describe()
 
 
+def test_dangling_report_names_the_io_uring(runner):
+    """OSCAR_DANGLING=report names the kernel root: the io_uring whose registered buffer is
+    the freed object (read from its /proc/self/fdinfo)."""
+    res = runner.oscar("protect_ring_held", "uring", "buffer",
+                       env=dict(FREQUENT, OSCAR_DANGLING="report", OSCAR_SAMPLE_RATE="0"))
+    if res.stdout.startswith("unsupported "):
+        pytest.skip(res.stdout.strip())
+    pat = (r"oscar: dangling: freed 48-byte object .* from 0x[0-9a-f]+ \(kernel: io_uring "
+           r"descriptor \d+ \(overflow, buffers\)\)")
+    assert any(re.fullmatch(pat, l) for l in res.stderr.splitlines()), res.describe()
+
+
 SNAPSHOT = dict(FREQUENT, **SNAPSHOT_MARK)
 needs_snapshot = pytest.mark.skipif(not snapshot_possible(),
                                     reason="a seccomp filter is on: no snapshot marks here")
