@@ -250,17 +250,18 @@ static void ring_value(uintptr_t v) {
         flush();
 }
 
+/* What a reading of an io_uring's listing found of its buffers. */
+struct ring_listing {
+    long bufs;      /* "UserBufs:" says how many (-1: no such line) */
+    long bufs_seen; /* buffer lines read */
+};
+
 /* /proc/self/fdinfo/N of an io_uring. Below "UserBufs:", a line per buffer registered with
  * the ring, "    0: 0x7f0123456000/4096": the kernel keeps its address and may read or write
  * there until it is unregistered, so its first and last bytes are roots. Below
  * "CqOverflowList:", a line per completion the full ring could not take,
  * "  user_data=140123456789, res=0, flags=0" (decimal). (The ring's own completions,
  * "    0: user_data:...", are read from its mapping.) */
-struct ring_listing {
-    long bufs;      /* "UserBufs:" says how many (-1: no such line) */
-    long bufs_seen; /* buffer lines read */
-};
-
 static int ring_line(char *line, void *arg) {
     struct ring_listing *l = arg;
     if (strncmp(line, "UserBufs:", 9) == 0) {
@@ -314,9 +315,9 @@ static int ring_listing(const char *path) {
     }
 }
 
-/* The overflowed completions and registered buffers of every io_uring of the process. Its descriptors are looked
- * for again whenever the rings mapped changed (none: nothing to read). A ring whose
- * descriptor was closed once it was mapped (a registered ring) lists nothing: README. */
+/* The overflowed completions and registered buffers of every io_uring of the process. Its
+ * descriptors are looked for again whenever the rings mapped changed (none: nothing to
+ * read). A ring whose descriptor was closed once it was mapped lists nothing: README. */
 static int ring_overflows(void) {
     if (kroots_state.rings != kroots_state.rings_found) {
         kroots_state.nrings = 0;

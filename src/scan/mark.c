@@ -959,11 +959,12 @@ static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
     stats_add(STAT_SCAN_BYTES, (int64_t)atomic_load(&mark_state.scanned));
     note_pause(stop_ns / 1000);
     if (err) {
-        warn_once(err == -ENOSPC    ? "the program has more epoll instances, queued signals or io_urings than it can note"
+        warn_once(err == -ENOSPC ? "the program has more epoll instances, queued signals or "
+                                   "io_urings than it can note"
                   : err == -ENOTSUP ? "the kernel does not list the program's timers"
                   : err == -ECHILD  ? "the snapshot's child process failed"
-                  : err == -EBUSY   ? "an io_uring's buffers could not be listed (its lock was busy)"
-                                    : "cannot read the process's mappings");
+                  : err == -EBUSY ? "an io_uring's buffers could not be listed (its lock was busy)"
+                                  : "cannot read the process's mappings");
         stats_add(STAT_SCAN_SKIPPED, 1);
         return;
     }

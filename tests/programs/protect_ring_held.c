@@ -120,7 +120,9 @@ static uint64_t aio_reap(void) {
 static int uring;
 static struct uring u;
 
-static int submit(uint64_t data) { return uring ? (uring_nop(&u, data) == 1 ? 0 : -1) : aio_write_null(data); }
+static int submit(uint64_t data) {
+    return uring ? (uring_nop(&u, data) == 1 ? 0 : -1) : aio_write_null(data);
+}
 static uint64_t reap(void) { return uring ? uring_reap(&u) : aio_reap(); }
 
 /* The request's data: the object (masked here, raw only in the ring), or 0 (control). */
