@@ -88,6 +88,27 @@ static void flush(void) {
     kroots_state.n = 0;
 }
 
+/* A value to scan, handed to the walk a batch at a time. */
+static void add_value(uintptr_t v) {
+    kroots_state.values[kroots_state.n++] = v;
+    if (kroots_state.n == KROOTS_BATCH)
+        flush();
+}
+
+/* path[64]: /proc/self/fdinfo/<fd>; the roots read from it are named `before` fd `after`
+ * (OSCAR_DANGLING=report). */
+static void fdinfo_of(int fd, char path[64], const char *before, const char *after) {
+    struct fmt f = {path, 0, 64};
+    fmt_str(&f, "/proc/self/fdinfo/");
+    fmt_u64(&f, (uint64_t)fd);
+    fmt_char(&f, 0);
+    struct fmt g = FMT_INIT(kroots_state.name);
+    fmt_str(&g, before);
+    fmt_u64(&g, (uint64_t)fd);
+    fmt_str(&g, after);
+    fmt_char(&g, 0);
+}
+
 /* The hexadecimal number p begins with (lower case, as /proc writes it). */
 static uint64_t hex_value(const char *p) {
     uint64_t v = 0;
@@ -111,9 +132,7 @@ static void value_after(const char *line, const char *prefix, const char *key) {
         return;
     for (p += strlen(key); *p == ' '; p++)
         ;
-    kroots_state.values[kroots_state.n++] = hex_value(p);
-    if (kroots_state.n == KROOTS_BATCH)
-        flush();
+    add_value(hex_value(p));
 }
 
 /* /proc/self/fdinfo/N of an epoll instance:
@@ -181,12 +200,9 @@ static int queued_signals(void) {
         if (sig <= 0)
             continue;
         if (sig <= 64 && (pending >> (sig - 1)) & 1)
-            kroots_state.values[kroots_state.n++] =
-                atomic_load_explicit(&kroots_state.sigval[i], memory_order_relaxed);
+            add_value(atomic_load_explicit(&kroots_state.sigval[i], memory_order_relaxed));
         else /* (delivered: the handler's si_value is the thread's, read as its) */
             atomic_compare_exchange_strong(&kroots_state.signo[i], &sig, 0);
-        if (kroots_state.n == KROOTS_BATCH)
-            flush();
     }
     flush();
     if (!pending)
@@ -194,7 +210,8 @@ static int queued_signals(void) {
     return atomic_load(&kroots_state.sig_overflow) ? -ENOSPC : 0;
 }
 
-/* Each descriptor of the process whose /proc/self/fd link is `link`: fn(fd). 0 or -errno. */
+/* Each descriptor of the process whose /proc/self/fd link is link_wanted: fn(fd). 0 or
+ * -errno. */
 static int each_fd_to(const char *link_wanted, void (*fn)(int fd)) {
     long dir = os_open_dir("/proc/self/fd");
     if (dir < 0)
@@ -244,12 +261,6 @@ static uint64_t dec_value(const char *p) {
     return v;
 }
 
-static void ring_value(uintptr_t v) {
-    kroots_state.values[kroots_state.n++] = v;
-    if (kroots_state.n == KROOTS_BATCH)
-        flush();
-}
-
 /* What a reading of an io_uring's listing found of its buffers. */
 struct ring_listing {
     long bufs;      /* "UserBufs:" says how many (-1: no such line) */
@@ -275,7 +286,7 @@ static int ring_line(char *line, void *arg) {
     while (*p == ' ' || *p == '\t')
         p++;
     if (strncmp(p, "user_data=", 10) == 0) {
-        ring_value(dec_value(p + 10));
+        add_value(dec_value(p + 10));
         return 0;
     }
     const char *q = p;
@@ -287,9 +298,9 @@ static int ring_line(char *line, void *arg) {
     for (q += 4; (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f'); q++)
         ;
     uint64_t len = *q == '/' ? dec_value(q + 1) : 0;
-    ring_value(addr);
+    add_value(addr);
     if (len > 1)
-        ring_value(addr + len - 1);
+        add_value(addr + len - 1);
     l->bufs_seen++;
     return 0;
 }
@@ -318,7 +329,7 @@ static int ring_listing(const char *path) {
 /* The overflowed completions and registered buffers of every io_uring of the process. Its
  * descriptors are looked for again whenever the rings mapped changed (none: nothing to
  * read). A ring whose descriptor was closed once it was mapped lists nothing: README. */
-static int ring_overflows(void) {
+static int io_uring_roots(void) {
     if (kroots_state.rings != kroots_state.rings_found) {
         kroots_state.nrings = 0;
         kroots_state.rings_overflow = false;
@@ -332,15 +343,7 @@ static int ring_overflows(void) {
     for (unsigned i = 0; i < kroots_state.nrings; i++) {
         int fd = kroots_state.ring_fd[i];
         char path[64];
-        struct fmt f = FMT_INIT(path);
-        fmt_str(&f, "/proc/self/fdinfo/");
-        fmt_u64(&f, (uint64_t)fd);
-        fmt_char(&f, 0);
-        struct fmt g = FMT_INIT(kroots_state.name);
-        fmt_str(&g, "io_uring descriptor ");
-        fmt_u64(&g, (uint64_t)fd);
-        fmt_str(&g, " (overflow, buffers)");
-        fmt_char(&g, 0);
+        fdinfo_of(fd, path, "io_uring descriptor ", " (overflow, buffers)");
         int err = ring_listing(path);
         if (err == -ENOENT || err == -EBADF)
             kroots_state.rings_found = 0; /* (closed: look again at the next walk) */
@@ -364,14 +367,7 @@ int kroots_for_each(roots_fn fn, void *arg) {
         if (!v)
             continue;
         char path[64];
-        struct fmt f = FMT_INIT(path);
-        fmt_str(&f, "/proc/self/fdinfo/");
-        fmt_u64(&f, (uint64_t)(v - 1));
-        fmt_char(&f, 0);
-        struct fmt g = FMT_INIT(kroots_state.name);
-        fmt_str(&g, "user data of epoll descriptor ");
-        fmt_u64(&g, (uint64_t)(v - 1));
-        fmt_char(&g, 0);
+        fdinfo_of(v - 1, path, "user data of epoll descriptor ", "");
         int err = proc_lines(path, kroots_state.buf, registration, NULL);
         flush(); /* (before the next instance's name) */
         if (err == -ENOENT || err == -EBADF) /* closed: forget it, unless noted again since */
@@ -395,7 +391,7 @@ int kroots_for_each(roots_fn fn, void *arg) {
     }
     int err = queued_signals();
     if (!err)
-        err = ring_overflows();
+        err = io_uring_roots();
     if (err)
         return err;
     return atomic_load(&kroots_state.overflow) ? -ENOSPC : 0;

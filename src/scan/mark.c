@@ -461,8 +461,6 @@ static void candidates(size_t first, size_t last) {
                     memset(ew, 0, sizeof ew);
                     any = true;
                 }
-                if (g == 1)
-                    cw[w] |= q; /* (16-byte slots: a granule each, the same bits) */
                 for (; q; q &= q - 1) {
                     unsigned t = w * 64 + (unsigned)__builtin_ctzll(q);
                     /* QUAR slots change only by the mark: a plain store, even while the
