@@ -30,6 +30,7 @@ SHAPES = [
     ("protect_shape_shared", ["hugetlb"]),   # huge pages of the kernel's pool, private
     ("protect_shape_shared", ["hugetlbshared"]),  # ... shared
     ("protect_shape_moving", []),            # moving between global, stack, fresh objects
+    ("protect_shape_flicker", []),           # words of a live object flicking to it and to 0
     ("protect_shape_signal_move", []),       # a signal handler moving it on a parked thread
     ("protect_shape_vector_register", []),   # a vector register of a spinning thread
     ("protect_shape_fork_during_marks", ["thread"]),  # another thread forking
