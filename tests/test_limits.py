@@ -4,6 +4,7 @@ and fast mode."""
 
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -61,6 +62,33 @@ def test_heap_descriptor_is_high_and_close_on_exec(runner):
     fd, flags = int(heap[0][0]), int(heap[0][-1], 8)
     assert fd >= 64, "the heap's descriptor is %d\n%s" % (fd, res.describe())
     assert flags & os.O_CLOEXEC, res.describe()
+
+
+DESCRIPTOR_MODES = dict(MODES, protect={"OSCAR_MODE": "protect"},
+                        # marks while the world runs hold a userfaultfd and a pagemap
+                        **{"protect-concurrent": {
+                            "OSCAR_MODE": "protect", "OSCAR_QUARANTINE_FLOOR_KIB": "2",
+                            "OSCAR_QUARANTINE_SHARE": "0", "OSCAR_MARK": "auto",
+                            "OSCAR_MARK_CONCURRENT_MIB": "0", "OSCAR_MARK_PAUSE_MS": "0"}})
+
+
+@pytest.mark.parametrize("limit", [256, 1024])
+@pytest.mark.parametrize("mode", DESCRIPTOR_MODES)
+def test_every_descriptor_below_the_limit_is_the_programs(runner, mode, limit):
+    """Started under a soft RLIMIT_NOFILE (below the hard one), a program opens descriptors
+    until the kernel refuses: as many as under glibc, the same highest number. (Oscar's own
+    descriptors sit past the soft limit: memcached's maxconns.t hung when the heap's memfd
+    took one of its 1024.)"""
+    prlimit = shutil.which("prlimit")
+    if not prlimit:
+        pytest.skip("prlimit (util-linux) is not installed")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= limit:
+        pytest.skip("the hard RLIMIT_NOFILE is %d: no room past a soft limit of %d" % (hard, limit))
+    argv = [prlimit, "--nofile=%d:" % limit, runner.program("descriptor_limit")]
+    expected = runner.glibc(argv)
+    assert "error EMFILE" in expected.stdout, expected.describe()
+    assert_same_output(runner.oscar(argv, env=DESCRIPTOR_MODES[mode]), expected)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -608,19 +608,54 @@ int os_fd_id(int fd, uint64_t *dev, uint64_t *ino) {
     return err;
 }
 
-int os_fd_out_of_way(int fd) {
-    /* Near the soft descriptor limit, but at most ~1000: a bigger number would make the
-     * kernel grow the process's descriptor table to it (memory, and fork copies it). */
-    uint64_t nofile;
-    int min = 1000;
-    if (os_rlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile < 1024)
-        min = nofile > 64 ? (int)nofile - 24 : (int)nofile / 2;
-    if (fd >= min)
-        return fd;
+/* Above the soft limit while the limit is at most this: the kernel's table of descriptors
+ * grows to the highest number in use (memory, and fork copies it). */
+#define ABOVE_LIMIT_MAX 65536
+#define ABOVE_LIMIT_ROOM 32 /* how far above it ours may go (they are a handful) */
+
+/* Descriptor fd moved to number `min` or above, though that is past the soft limit: the
+ * limit is raised for the dup and put back at once (the kernel checks it only when it hands
+ * a number out; one at or above it stays valid). A program thread that opens a descriptor
+ * in between, with all of its own in use, may get one past its limit: that instant is at
+ * our init or a fork's, rare and short. -1 if the hard limit leaves no room (and may not
+ * be raised). */
+static int dup_above_limit(int fd, uint64_t soft, uint64_t hard) {
+    if (soft > ABOVE_LIMIT_MAX)
+        return -1;
+    /* (Raising the hard limit too, where it leaves no room, takes CAP_SYS_RESOURCE.) */
+    struct rlimit raised = {soft + ABOVE_LIMIT_ROOM < hard ? soft + ABOVE_LIMIT_ROOM : hard, hard};
+    if (soft >= hard)
+        raised.rlim_cur = raised.rlim_max = soft + 1;
+    struct rlimit old;
     os_count(OS_CALL_OTHER);
-    long r = sys6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min, 0, 0, 0);
-    if (err_of(r))
+    if (err_of(sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&raised, (long)&old, 0, 0)))
+        return -1;
+    long r = sys6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, (long)soft, 0, 0, 0);
+    sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&old, 0, 0, 0);
+    return err_of(r) ? -1 : (int)r;
+}
+
+int os_fd_out_of_way(int fd) {
+    /* Past the soft limit, where the program's descriptors never are: it keeps every number
+     * below its limit, as under glibc (memcached counts on all 1024 of them). Where the hard
+     * limit leaves no room, near the soft limit, at most 1000. */
+    struct rlimit rl;
+    if (err_of(sys6(SYS_getrlimit, RLIMIT_NOFILE, (long)&rl, 0, 0, 0, 0)))
         return fd;
+    uint64_t soft = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+    uint64_t hard = rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_max;
+    if ((uint64_t)fd >= soft)
+        return fd;
+    long r = dup_above_limit(fd, soft, hard);
+    if (r < 0) {
+        int min = soft < 1024 ? (soft > 64 ? (int)soft - 24 : (int)soft / 2) : 1000;
+        if (fd >= min)
+            return fd;
+        os_count(OS_CALL_OTHER);
+        r = sys6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min, 0, 0, 0);
+        if (err_of(r))
+            return fd;
+    }
     sys6(SYS_close, fd, 0, 0, 0, 0, 0);
     return (int)r;
 }

@@ -157,9 +157,10 @@ bool os_child_gone(int pid);
 int os_rlimit(int resource, uint64_t *soft);
 /* Device and inode of what descriptor fd refers to (is it still ours?). */
 int os_fd_id(int fd, uint64_t *dev, uint64_t *ino);
-/* Move fd out of the program's way: to the lowest free descriptor from near the soft
- * RLIMIT_NOFILE (at most 1000) up, close-on-exec; returns the new one (or fd itself when it
- * is there already or none is free there). */
+/* Move fd out of the program's way, close-on-exec: to the lowest free descriptor from the
+ * soft RLIMIT_NOFILE up (past every number the program may get), or where the hard limit
+ * leaves no room there, from near the soft limit (at most 1000) up; returns the new one (or
+ * fd itself when it is there already or none is free there). */
 int os_fd_out_of_way(int fd);
 /* Kernel-placed shared read-write NORESERVE mapping of [0, len) of fd; fd < 0: of a new
  * anonymous shared object (no descriptor, no file size limit). */
