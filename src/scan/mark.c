@@ -817,6 +817,18 @@ static void scan_heap_job(size_t first, size_t last) {
     flush_scanned();
 }
 
+/* Memory shared with other processes is read once more at the end of the stop: another
+ * process may move a pointer from a place the mark has not read yet to one it has read, and
+ * then neither reading finds it (protect_shape_other_process). Now it must move so during
+ * each of two readings, milliseconds apart, not during one. A process that keeps moving it
+ * can still win (README, Limitations); a reading more only adds marks. The ranges the walk
+ * found (no /proc/self/maps again: most programs have none); the world stopped. */
+static void reread_shared(size_t nex) {
+    if (roots_reread_shared(scan_root, NULL) != 0) /* (the ranges the walk found, or) */
+        roots_for_each_of(ROOTS_SHARED, scan_root, NULL, mark_state.ex, nex, 0);
+    mark_state.name = NULL;
+}
+
 __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t used) {
     size_t nex = not_roots();
     held_reset();
@@ -842,8 +854,10 @@ __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t
         team_finish(); /* (even when the roots failed: the helpers are reading the heap) */
     else if (!err)
         scan_heap(0, used, used);
-    if (!err)
+    if (!err) {
+        reread_shared(nex);
         held_read(used);
+    }
     return err;
 }
 
@@ -1277,6 +1291,8 @@ static bool concurrent_round(void) {
     size_t now = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     if (!err)
         scan_heap(lost ? 0 : tracked, now, now);
+    if (!err)
+        reread_shared(nex);
     /* (The freed objects marked, as they are now: one the program wrote to meanwhile is read
      * after the write.) */
     if (!err)
@@ -1541,8 +1557,11 @@ static bool snapshot_round(void) {
     int r = err ? 0 : cow_child_start(&c, "oscar-snapshot");
     if (!err && r == 0)
         snapshot_child(&c, used, nex);
-    if (r > 0)
+    if (r > 0) {
         atomic_store(&cm_state.snap_ch, c.ch);
+        reread_shared(nex); /* (after the copy: the child's reading is its own) */
+        held_read(used);
+    }
     resume_world();
     uint64_t stop_ns = os_monotonic_ns() - s0;
     if (!err && r < 0) {

@@ -163,6 +163,10 @@ static int find_stacks_line(const struct maps_line *m, void *argv) {
 static struct {
     char stacks_buf[MAPS_BUF];     /* maps_find_stacks: the stopper, world stopped */
     char roots_buf[MAPS_BUF];      /* roots_for_each: the marking thread, one walk at a time */
+    /* The shared memory the last walk of it reported (the marker; roots_reread_shared) */
+    struct root_range shared[ROOTS_SHARED_MAX];
+    size_t nshared;
+    bool shared_overflow;
     /* touched_pages, during a walk (as roots_buf): one byte per page (bit 0), and
      * /proc/self/pagemap's words */
     unsigned char mincore_vec[4096];
@@ -343,6 +347,12 @@ static void hidden(struct walk *w, uintptr_t lo, uintptr_t hi, struct resident_c
 static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind kind,
                      const char *name) {
     struct resident_ctx c = {w, kind, name};
+    if (w->shared && (w->which & ROOTS_SHARED)) {
+        if (roots_state.nshared < ROOTS_SHARED_MAX && !w->hidden)
+            roots_state.shared[roots_state.nshared++] = (struct root_range){lo, hi};
+        else
+            roots_state.shared_overflow = true;
+    }
     if (w->hidden)
         hidden(w, lo, hi, &c);
     else
@@ -523,6 +533,10 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
     w->self_sp = stack_from ? stack_from : (uintptr_t)&regs;
     w->own_lo = (uintptr_t)&own_marker;
     int err = 0;
+    if (which & ROOTS_SHARED) {
+        roots_state.nshared = 0;
+        roots_state.shared_overflow = false;
+    }
     if (which & (ROOTS_PRIVATE | ROOTS_SHARED)) {
         w->pagemap_fd = roots_pagemap_open();
         w->mem_fd = -1;
@@ -540,6 +554,17 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
         err = kroots_for_each(fn, arg);
     __asm__ volatile("" : : "r"(&regs) : "memory");
     return err;
+}
+
+int roots_reread_shared(roots_fn fn, void *arg) {
+    if (roots_state.shared_overflow)
+        return -ENOSPC;
+    struct walk w = {.fn = fn, .arg = arg, .shared = true, .pagemap_fd = -1, .which = ROOTS_SHARED};
+    struct resident_ctx c = {&w, ROOT_MAPPING, "shared memory"};
+    for (size_t i = 0; i < roots_state.nshared; i++)
+        touched_runs(-1, true, roots_state.shared[i].lo, roots_state.shared[i].hi, resident_run,
+                     &c);
+    return 0;
 }
 
 int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, size_t nexclude,

@@ -30,6 +30,13 @@ int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, siz
 enum { ROOTS_PRIVATE = 1, ROOTS_SHARED = 2, ROOTS_KERNEL = 4, ROOTS_ALL = 7 };
 int roots_for_each_of(unsigned which, roots_fn fn, void *arg, const struct root_range *exclude,
                       size_t nexclude, uintptr_t stack_from);
+/* Reads again the shared memory (perhaps shared with other processes) that the last walk
+ * reporting shared memory reported: its ranges as they were then, without reading
+ * /proc/self/maps. 0, or -ENOSPC: more than ROOTS_SHARED_MAX ranges, or shared memory the
+ * program cannot read now (walk again). Same rules as roots_for_each (one caller at a time,
+ * the world stopped). */
+#define ROOTS_SHARED_MAX 64
+int roots_reread_shared(roots_fn fn, void *arg);
 /* Runs fn(lo, hi, arg) so that a fault while reading [lo, hi) returns -EFAULT instead of
  * killing the program. */
 int roots_read_guarded(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), uintptr_t lo,
