@@ -29,6 +29,7 @@ SHAPES = [
     ("protect_shape_shared", ["sysv"]),      # a System V shared memory segment
     ("protect_shape_shared", ["hugetlb"]),   # huge pages of the kernel's pool, private
     ("protect_shape_shared", ["hugetlbshared"]),  # ... shared
+    ("protect_shape_other_process", []),     # moved between two shared pages by a child
     ("protect_shape_moving", []),            # moving between global, stack, fresh objects
     ("protect_shape_flicker", []),           # words of a live object flicking to it and to 0
     ("protect_shape_signal_move", []),       # a signal handler moving it on a parked thread

@@ -308,6 +308,33 @@ static inline void held_note(size_t i, unsigned s) {
         held_state.note[k] = note_of(i, s);
 }
 
+/* Objects found pointed to from shared memory stay held for STICKY_MARKS marks more, found
+ * again or not: another process may keep moving such a pointer about while marks read it
+ * (reread_shared), and now it must hide it from every one of those marks, not from one. (What
+ * a use after free writes into such an object meanwhile is not read as held_read reads it.)
+ * Written and read by the marking thread (the one that holds mark_state.marking). */
+#define STICKY_MAX 1024
+#define STICKY_MARKS 8
+static struct {
+    uint64_t note[STICKY_MAX]; /* page << 16 | slot */
+    uint8_t left[STICKY_MAX];  /* marks it is still held for */
+    uint32_t n;                /* entries: the marking thread, while it holds `marking` */
+} sticky_state;
+/* This thread is reading a root in shared memory (scan_root; never the team's helpers). */
+static __thread bool reading_shared __attribute__((tls_model("initial-exec")));
+
+static void sticky_add(uint64_t note) {
+    for (uint32_t k = 0; k < sticky_state.n; k++)
+        if (sticky_state.note[k] == note) {
+            sticky_state.left[k] = STICKY_MARKS;
+            return;
+        }
+    if (sticky_state.n < STICKY_MAX) { /* (else held by this mark's finding alone) */
+        sticky_state.note[sticky_state.n] = note;
+        sticky_state.left[sticky_state.n++] = STICKY_MARKS;
+    }
+}
+
 static inline void mark_slot(size_t i, unsigned s, uintptr_t w) {
     _Atomic uint16_t *p = &ph.meta[i].slot[s];
     uint16_t v = atomic_load_explicit(p, memory_order_relaxed);
@@ -320,6 +347,8 @@ static inline void mark_slot(size_t i, unsigned s, uintptr_t w) {
             dangling_line(ph_page_base(i) + s * size, size, w);
         }
     }
+    if (unlikely(reading_shared) && (st == PHS_QUAR || st == PHS_CAND || st == PHS_MARKED))
+        sticky_add(note_of(i, s));
 }
 
 /* Slot s of page i, when its object fills it (no slack): a pointer one past its end is the
@@ -339,6 +368,8 @@ static void mark_large(size_t i, struct ph_page *pg, uintptr_t w) {
         if (unlikely(mark_state.dangling))
             dangling_line(ph_page_base(i), pg->large_size, w);
     }
+    if (unlikely(reading_shared) && (v == PHS_QUAR || v == PHS_CAND || v == PHS_MARKED))
+        sticky_add(note_of(i, NOTE_LARGE));
 }
 
 /* w is the start of a slot or a page: the object that ends exactly there, if any. */
@@ -428,7 +459,49 @@ static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const cha
                       void *arg) {
     mark_state.kind = kind;
     mark_state.name = name;
+    reading_shared = roots_reporting_shared();
     roots_read_guarded(scan_guarded, lo, hi, arg);
+    reading_shared = false;
+}
+
+/* Before a release: the objects of sticky_state still quarantined and not marked this time
+ * are marked (held), one mark less each; an object no longer quarantined (released by a mark
+ * that could not hold it, or handed out again) leaves the table. The world may run: CAND and
+ * MARKED change only by the mark. */
+static void sticky_hold(void) {
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < sticky_state.n; k++) {
+        uint64_t note = sticky_state.note[k];
+        size_t i = note_page(note);
+        unsigned s = note_slot(note), st;
+        struct ph_page *pg = &ph.pages[i];
+        _Atomic uint16_t *slot = NULL;
+        if (s == NOTE_LARGE) {
+            st = atomic_load_explicit(&pg->kind, memory_order_acquire) == PHK_LARGE
+                     ? atomic_load_explicit(&pg->lstate, memory_order_relaxed) : PHS_NEVER;
+        } else if (atomic_load_explicit(&pg->kind, memory_order_acquire) == PHK_SMALL &&
+                   s < pg->nslots) {
+            slot = &ph.meta[i].slot[s];
+            st = atomic_load_explicit(slot, memory_order_relaxed) & PHS_MASK;
+        } else {
+            st = PHS_NEVER;
+        }
+        if ((st != PHS_CAND && st != PHS_MARKED) || sticky_state.left[k] == 0)
+            continue; /* (dropped) */
+        if (st == PHS_CAND) {
+            sticky_state.left[k]--;
+            if (slot) {
+                uint16_t v = atomic_load_explicit(slot, memory_order_relaxed);
+                atomic_store_explicit(slot, (uint16_t)((v & ~PHS_MASK) | PHS_MARKED),
+                                      memory_order_relaxed);
+            } else {
+                atomic_store_explicit(&pg->lstate, PHS_MARKED, memory_order_relaxed);
+            }
+        }
+        sticky_state.note[kept] = note;
+        sticky_state.left[kept++] = sticky_state.left[k];
+    }
+    sticky_state.n = kept;
 }
 
 /* Every QUAR object becomes a candidate (CAND), its granules set in the filter. A small
@@ -981,6 +1054,7 @@ static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
         return;
     }
     struct tally t = {0, 0, 0, 0};
+    sticky_hold();
     release_heap(used, &t, true, false);
     /* The pacing counts the helpers' time too: a mark shared by N threads stops the program
      * for 1/N as long, and the next is not N times as frequent. */

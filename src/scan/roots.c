@@ -167,6 +167,7 @@ static struct {
     struct root_range shared[ROOTS_SHARED_MAX];
     size_t nshared;
     bool shared_overflow;
+    bool reporting_shared; /* the range fn is called for is shared memory */
     /* touched_pages, during a walk (as roots_buf): one byte per page (bit 0), and
      * /proc/self/pagemap's words */
     unsigned char mincore_vec[4096];
@@ -279,7 +280,9 @@ struct resident_ctx {
 
 static void resident_run(uintptr_t a, uintptr_t b, void *ctx) {
     struct resident_ctx *c = ctx;
+    roots_state.reporting_shared = c->w->shared;
     c->w->fn(a, b, c->kind, c->name, c->w->arg);
+    roots_state.reporting_shared = false;
 }
 
 /* Memory the program cannot read now (PROT_NONE: a collector's or a JIT's page, protected
@@ -555,6 +558,8 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
     __asm__ volatile("" : : "r"(&regs) : "memory");
     return err;
 }
+
+bool roots_reporting_shared(void) { return roots_state.reporting_shared; }
 
 int roots_reread_shared(roots_fn fn, void *arg) {
     if (roots_state.shared_overflow)

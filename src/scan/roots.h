@@ -36,6 +36,8 @@ int roots_for_each_of(unsigned which, roots_fn fn, void *arg, const struct root_
  * program cannot read now (walk again). Same rules as roots_for_each (one caller at a time,
  * the world stopped). */
 #define ROOTS_SHARED_MAX 64
+/* Inside fn: is the range reported shared memory? */
+bool roots_reporting_shared(void);
 int roots_reread_shared(roots_fn fn, void *arg);
 /* Runs fn(lo, hi, arg) so that a fault while reading [lo, hi) returns -EFAULT instead of
  * killing the program. */
