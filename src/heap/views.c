@@ -55,7 +55,7 @@ static int views_init(void) {
         size_t pages = (oscar_region.end - oscar_region.base) >> OSCAR_PAGE_SHIFT;
         int fd = -1;
         api_rec *r = os_alloc_meta(pages * sizeof(api_rec), &err);
-        if (r && (err = os_memfd("oscar-arena", &fd)) == 0 && (fd = os_fd_out_of_way(fd)) >= 0 &&
+        if (r && (err = os_memfd("oscar-arena", &fd)) == 0 &&
             (err = os_ftruncate(fd, (uint64_t)pages << OSCAR_PAGE_SHIFT)) == 0) {
             views_state.recs = r;
             views_state.arena_fd = fd;
@@ -382,8 +382,6 @@ void views_fork_prepare(void) {
     while (atomic_load(&views_state.inflight))
         __builtin_ia32_pause();
     views_state.fork_err = os_memfd("oscar-arena", &views_state.child_fd);
-    if (!views_state.fork_err) /* (the child keeps it: out of the program's way) */
-        views_state.child_fd = os_fd_out_of_way(views_state.child_fd);
     if (!views_state.fork_err &&
         (views_state.fork_err = os_ftruncate(views_state.child_fd, views_state.file_len)) == 0)
         views_state.fork_err = os_copy_file(views_state.arena_fd, views_state.child_fd,

@@ -74,7 +74,6 @@ static int new_memfd(uint64_t bytes, uint64_t *dev, uint64_t *ino) {
     int fd;
     if (os_memfd("oscar-canonical-heap", &fd) != 0)
         return -1;
-    fd = os_fd_out_of_way(fd);
     if (os_ftruncate(fd, bytes) != 0 || os_fd_id(fd, dev, ino) != 0) {
         os_close(fd);
         return -1;

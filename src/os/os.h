@@ -80,6 +80,7 @@ int os_advise_huge(void *addr, size_t len);
 int os_move_pages(void *from, void *to, size_t len);
 /* Only for undoing our own failed initialisation: never on a heap address. */
 int os_unmap(void *addr, size_t len);
+/* A close-on-exec memfd, moved out of the program's way (os_fd_out_of_way). */
 int os_memfd(const char *name, int *fd);
 int os_ftruncate(int fd, uint64_t len);
 /* Give the memory of [off, off+len) of fd back to the kernel (reads return zeros). */

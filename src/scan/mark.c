@@ -464,46 +464,6 @@ static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const cha
     reading_shared = false;
 }
 
-/* Before a release: the objects of sticky_state still quarantined and not marked this time
- * are marked (held), one mark less each; an object no longer quarantined (released by a mark
- * that could not hold it, or handed out again) leaves the table. The world may run: CAND and
- * MARKED change only by the mark. */
-static void sticky_hold(void) {
-    uint32_t kept = 0;
-    for (uint32_t k = 0; k < sticky_state.n; k++) {
-        uint64_t note = sticky_state.note[k];
-        size_t i = note_page(note);
-        unsigned s = note_slot(note), st;
-        struct ph_page *pg = &ph.pages[i];
-        _Atomic uint16_t *slot = NULL;
-        if (s == NOTE_LARGE) {
-            st = atomic_load_explicit(&pg->kind, memory_order_acquire) == PHK_LARGE
-                     ? atomic_load_explicit(&pg->lstate, memory_order_relaxed) : PHS_NEVER;
-        } else if (atomic_load_explicit(&pg->kind, memory_order_acquire) == PHK_SMALL &&
-                   s < pg->nslots) {
-            slot = &ph.meta[i].slot[s];
-            st = atomic_load_explicit(slot, memory_order_relaxed) & PHS_MASK;
-        } else {
-            st = PHS_NEVER;
-        }
-        if ((st != PHS_CAND && st != PHS_MARKED) || sticky_state.left[k] == 0)
-            continue; /* (dropped) */
-        if (st == PHS_CAND) {
-            sticky_state.left[k]--;
-            if (slot) {
-                uint16_t v = atomic_load_explicit(slot, memory_order_relaxed);
-                atomic_store_explicit(slot, (uint16_t)((v & ~PHS_MASK) | PHS_MARKED),
-                                      memory_order_relaxed);
-            } else {
-                atomic_store_explicit(&pg->lstate, PHS_MARKED, memory_order_relaxed);
-            }
-        }
-        sticky_state.note[kept] = note;
-        sticky_state.left[kept++] = sticky_state.left[k];
-    }
-    sticky_state.n = kept;
-}
-
 /* Every QUAR object becomes a candidate (CAND), its granules set in the filter. A small
  * page's filter words are built here first, then or'ed in (the words are zero between marks,
  * but the end bit of the previous page's last candidate may already be in the first). */
@@ -1035,6 +995,64 @@ static void resume_world(void) {
     atomic_store(&mark_state.stopping, 0);
 }
 
+/* The state of a noted object (PHS_*), PHS_NEVER where the note names none. */
+static unsigned note_state(uint64_t note, size_t used) {
+    size_t i = note_page(note);
+    unsigned s = note_slot(note);
+    if (i >= used)
+        return PHS_NEVER;
+    struct ph_page *pg = &ph.pages[i];
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    if (s == NOTE_LARGE)
+        return kind == PHK_LARGE ? atomic_load_explicit(&pg->lstate, memory_order_relaxed)
+                                 : PHS_NEVER;
+    if (kind != PHK_SMALL || s >= pg->nslots)
+        return PHS_NEVER;
+    return atomic_load_explicit(&ph.meta[i].slot[s], memory_order_relaxed) & PHS_MASK;
+}
+
+/* A noted object turns MARKED if it is a candidate: a snapshot child's record (never trusted
+ * to name anything else), or sticky_hold's. */
+static void mark_cand_note(uint64_t note, size_t used) {
+    size_t i = note_page(note);
+    unsigned s = note_slot(note);
+    if (i >= used)
+        return;
+    struct ph_page *pg = &ph.pages[i];
+    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
+    if (s == NOTE_LARGE && kind == PHK_LARGE) {
+        uint32_t cand = PHS_CAND;
+        atomic_compare_exchange_strong(&pg->lstate, &cand, PHS_MARKED);
+    } else if (kind == PHK_SMALL && s < pg->nslots) {
+        _Atomic uint16_t *p = &ph.meta[i].slot[s];
+        uint16_t v = atomic_load_explicit(p, memory_order_relaxed);
+        if ((v & PHS_MASK) == PHS_CAND) /* (CAND changes only by the mark: a plain store) */
+            atomic_store_explicit(p, (uint16_t)((v & ~PHS_MASK) | PHS_MARKED),
+                                  memory_order_relaxed);
+    }
+}
+
+/* Before a release: the objects of sticky_state still quarantined and not marked this time
+ * are marked (held), one mark less each; an object no longer quarantined (released by a mark
+ * that could not hold it, or handed out again) leaves the table. The world may run: CAND and
+ * MARKED change only by the mark. */
+static void sticky_hold(size_t used) {
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < sticky_state.n; k++) {
+        uint64_t note = sticky_state.note[k];
+        unsigned st = note_state(note, used);
+        if ((st != PHS_CAND && st != PHS_MARKED) || sticky_state.left[k] == 0)
+            continue; /* (dropped) */
+        if (st == PHS_CAND) {
+            sticky_state.left[k]--;
+            mark_cand_note(note, used);
+        }
+        sticky_state.note[kept] = note;
+        sticky_state.left[kept++] = sticky_state.left[k];
+    }
+    sticky_state.n = kept;
+}
+
 /* The end of a round, stopped or concurrent, once the world runs again: its figures (stop_ns:
  * how long the world was stopped), then, if the roots were read (err 0), the release of every
  * unmarked candidate of pages [0, used). t0: when the round began (the next is paced by it). */
@@ -1054,7 +1072,7 @@ static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
         return;
     }
     struct tally t = {0, 0, 0, 0};
-    sticky_hold();
+    sticky_hold(used);
     release_heap(used, &t, true, false);
     /* The pacing counts the helpers' time too: a mark shared by N threads stops the program
      * for 1/N as long, and the next is not N times as frequent. */
@@ -1523,27 +1541,6 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
     cow_child_exit(0);
 }
 
-/* The parent: a record of the child's. Only CAND turns MARKED (a record is never trusted to
- * name anything else). */
-static void snapshot_mark(uint64_t r, size_t used) {
-    size_t i = note_page(r);
-    unsigned s = note_slot(r);
-    if (i >= used)
-        return;
-    struct ph_page *pg = &ph.pages[i];
-    unsigned kind = atomic_load_explicit(&pg->kind, memory_order_acquire);
-    if (s == NOTE_LARGE && kind == PHK_LARGE) {
-        uint32_t cand = PHS_CAND;
-        atomic_compare_exchange_strong(&pg->lstate, &cand, PHS_MARKED);
-    } else if (kind == PHK_SMALL && s < pg->nslots) {
-        _Atomic uint16_t *p = &ph.meta[i].slot[s];
-        uint16_t v = atomic_load_explicit(p, memory_order_relaxed);
-        if ((v & PHS_MASK) == PHS_CAND) /* (CAND changes only by the mark: a plain store) */
-            atomic_store_explicit(p, (uint16_t)((v & ~PHS_MASK) | PHS_MARKED),
-                                  memory_order_relaxed);
-    }
-}
-
 /* The child's answer, applied as it comes. true: all of it came, and the child ended well. */
 static bool snapshot_answer(struct cow_child *c, size_t used) {
     uint64_t *buf = cm_buf_state.snap_words;
@@ -1555,7 +1552,7 @@ static bool snapshot_answer(struct cow_child *c, size_t used) {
             break;
         long records = last ? n - 2 : n;
         for (long j = 0; j < records; j++)
-            snapshot_mark(buf[j], used);
+            mark_cand_note(buf[j], used);
     }
     bool whole = last && n >= 2;
     if (whole) {

@@ -350,7 +350,7 @@ static void hidden(struct walk *w, uintptr_t lo, uintptr_t hi, struct resident_c
 static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind kind,
                      const char *name) {
     struct resident_ctx c = {w, kind, name};
-    if (w->shared && (w->which & ROOTS_SHARED)) {
+    if (w->shared) { /* (reported only when the walk reports shared memory) */
         if (roots_state.nshared < ROOTS_SHARED_MAX && !w->hidden)
             roots_state.shared[roots_state.nshared++] = (struct root_range){lo, hi};
         else
