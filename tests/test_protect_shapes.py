@@ -38,6 +38,7 @@ SHAPES = [
     ("protect_shape_fork_during_marks", ["signal"]),  # forks from a handler on the marker
     ("protect_shape_concurrent_move", []),   # moved across the heap while a mark reads it
     ("protect_shape_concurrent_move", ["closefrom"]),  # ... and Oscar's descriptors closed
+    ("protect_shape_fresh_pages", []),       # into pages handed out while a mark begins
     ("protect_shape_freed_holder", []),      # in a freed object a root still points to
     ("protect_shape_freed_holder", ["chain"]),  # ... through a chain of two of them
     ("protect_shape_freed_holder", ["large"]),  # ... a large one (64 KiB)
