@@ -1503,8 +1503,10 @@ static void snapshot_drop(size_t first, size_t last) {
 
 /* The child: read the copy, send (page << 16 | slot) for each candidate marked; the last
  * batch ends with the bytes read and the most memory the child held alone (its private dirty
- * memory: the old contents of pages the program wrote meanwhile, sampled). Never returns. */
-__attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t used,
+ * memory: the old contents of pages the program wrote meanwhile, sampled). The candidates lie
+ * in pages [0, used); the live objects to read in [0, upto), the pages handed out until the
+ * copy was made. Never returns. */
+__attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t used, size_t upto,
                                                     size_t nex) {
     if (roots_for_each_of(ROOTS_PRIVATE, scan_root, NULL, mark_state.ex, nex, 0) != 0)
         cow_child_exit(2);
@@ -1515,9 +1517,9 @@ __attribute__((noreturn)) static void snapshot_child(struct cow_child *c, size_t
      * program without copying it (fewer copies: time, and the child's memory). A large
      * object is read whole from the chunk it begins in. */
     uint64_t copied = 0, now;
-    for (size_t first = 0; first < used; first += SNAP_CHUNK_PAGES) {
-        size_t last = used - first < SNAP_CHUNK_PAGES ? used : first + SNAP_CHUNK_PAGES;
-        scan_heap(first, last, used);
+    for (size_t first = 0; first < upto; first += SNAP_CHUNK_PAGES) {
+        size_t last = upto - first < SNAP_CHUNK_PAGES ? upto : first + SNAP_CHUNK_PAGES;
+        scan_heap(first, last, upto);
         /* (Its copies' peak, sampled: reading the figure walks the child's page tables.) */
         if (first % (16 * SNAP_CHUNK_PAGES) == 0 &&
             os_proc_bytes("/proc/self/smaps_rollup", "Private_Dirty:", &now) == 0 && now > copied)
@@ -1624,10 +1626,13 @@ static bool snapshot_round(void) {
     int err = roots_for_each_of(ROOTS_SHARED | ROOTS_KERNEL, scan_root, NULL, mark_state.ex,
                                 nex, 0);
     mark_state.name = NULL;
+    /* Pages handed out since `used` was read (the world ran through candidates()) hold live
+     * objects too: one may hold the only pointer to a candidate by now. */
+    size_t now = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     struct cow_child c = {-1, NULL};
     int r = err ? 0 : cow_child_start(&c, "oscar-snapshot");
     if (!err && r == 0)
-        snapshot_child(&c, used, nex);
+        snapshot_child(&c, used, now, nex);
     if (r > 0) {
         atomic_store(&cm_state.snap_ch, c.ch);
         reread_shared(nex); /* (after the copy: the child's reading is its own) */
