@@ -91,6 +91,27 @@ def test_every_descriptor_below_the_limit_is_the_programs(runner, mode, limit):
     assert_same_output(runner.oscar(argv, env=DESCRIPTOR_MODES[mode]), expected)
 
 
+# Marks as often as they come (a 2 KiB quarantine), each kind of them.
+FREQUENT_MARKS = {"OSCAR_MODE": "protect", "OSCAR_QUARANTINE_FLOOR_KIB": "2",
+                  "OSCAR_QUARANTINE_SHARE": "0", "OSCAR_MARK_CONCURRENT_MIB": "0",
+                  "OSCAR_MARK_PAUSE_MS": "0"}
+# (Not strict and fast mode: they recount their mappings from /proc/self/maps while the
+# program runs, a known gap: docs/process-shapes.md, "Descriptors".)
+LOWEST_MODES = {"protect-" + m: dict(FREQUENT_MARKS, OSCAR_MARK=m)
+                for m in ("stop", "auto", "snapshot")}
+
+
+@pytest.mark.parametrize("mode", LOWEST_MODES)
+def test_lowest_descriptor_while_the_world_stops(runner, mode):
+    """A thread closes every descriptor from 3 up and opens one, again and again, while
+    another's frees make marks stop the world: every open returns 3, as POSIX says. (Listing
+    the threads to stop opened /proc/self/task before any was parked, and naming Oscar's
+    thread opened its comm file: tens of thousands of the opens got 4.)"""
+    expected = runner.glibc("lowest_descriptor")
+    assert expected.stdout == "bad_fd 0\n", expected.describe()
+    assert_same_output(runner.oscar("lowest_descriptor", env=LOWEST_MODES[mode]), expected)
+
+
 # ---------------------------------------------------------------------------------------------
 # Defect 6: RLIMIT_FSIZE
 
