@@ -5,6 +5,48 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+/* Threads being started: the new thread names itself (prctl), since pthread_setname_np for
+ * another thread opens /proc/self/task/N/comm, a descriptor at the lowest free number while
+ * the program runs (a thread of the program's that closed its descriptors and opens one must
+ * get the lowest: tests/programs/lowest_descriptor.c). */
+#define STARTS_MAX 16
+static struct {
+    struct start { /* one per thread being started (see `used`) */
+        atomic_int used; /* claimed by compare-and-swap (os_thread_start), cleared by the new
+                          * thread once it has read the rest */
+        void *(*fn)(void *);
+        void *arg;
+        const char *name;
+    } starts[STARTS_MAX];
+} ownthread_state;
+
+static void *named(void *p) {
+    struct start *s = p;
+    void *(*fn)(void *) = s->fn;
+    void *arg = s->arg;
+    os_syscall(SYS_prctl, PR_SET_NAME, (long)s->name, 0, 0, 0);
+    atomic_store_explicit(&s->used, 0, memory_order_release);
+    return fn(arg);
+}
+
+/* A free start record for fn, or NULL (then the thread goes unnamed). */
+static struct start *claim(void *(*fn)(void *), void *arg, const char *name) {
+    for (int i = 0; i < STARTS_MAX; i++) {
+        int free_ = 0;
+        struct start *s = &ownthread_state.starts[i];
+        if (atomic_compare_exchange_strong(&s->used, &free_, 1)) {
+            s->fn = fn;
+            s->arg = arg;
+            s->name = name;
+            return s;
+        }
+    }
+    return NULL;
+}
 
 int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
                     const sigset_t *open, const char *name) {
@@ -19,11 +61,13 @@ int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
         if (sigismember(open, s) == 1)
             sigdelset(&mask, s);
     pthread_t t;
+    struct start *s = claim(fn, arg, name);
     if (!(err = pthread_attr_setstack(&attr, stack, size)) &&
         !(err = pthread_attr_setsigmask_np(&attr, &mask)) &&
-        !(err = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED)) &&
-        !(err = pthread_create(&t, &attr, fn, arg)))
-        pthread_setname_np(t, name);
+        !(err = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED)))
+        err = s ? pthread_create(&t, &attr, named, s) : pthread_create(&t, &attr, fn, arg);
+    if (err && s)
+        atomic_store(&s->used, 0);
     pthread_attr_destroy(&attr);
     errno = saved;
     return err;

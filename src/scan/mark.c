@@ -1594,14 +1594,10 @@ static void say_no_snapshot(int why) {
  * another way). */
 static bool snapshot_round(void) {
     if (!cm_state.snap_off) {
-        uint64_t seccomp = 0;
         if (mark_state.dangling)
             say_no_snapshot(SNAP_DANGLING);
         else if (atomic_load(&cm_state.not_copied))
             say_no_snapshot(SNAP_NOT_COPIED);
-        /* (A filter may be installed at any time: asked before each round, a read of /proc.) */
-        else if (os_proc_value("/proc/self/status", "Seccomp:", &seccomp) != 0 || seccomp != 0)
-            say_no_snapshot(SNAP_SECCOMP);
     }
     if (cm_state.snap_off)
         return false;
@@ -1620,6 +1616,19 @@ static bool snapshot_round(void) {
         unmark(used, false);
         stats_add(STAT_SCAN_SKIPPED, 1);
         return true;
+    }
+    /* A seccomp filter may be installed at any time: asked in each round's stop (where no
+     * thread of the program closes the descriptor under the reading, or opens one beside
+     * it: tests/programs/lowest_descriptor.c). Unreadable (no descriptor left below the
+     * hard limit), this round is another kind. */
+    uint64_t seccomp = 0;
+    int unknown = os_proc_value("/proc/self/status", "Seccomp:", &seccomp);
+    if (unknown || seccomp) {
+        unmark(used, false);
+        resume_world();
+        if (!unknown)
+            say_no_snapshot(SNAP_SECCOMP);
+        return false;
     }
     /* Stopped. Locks held: the world lock only; the parked threads may hold any other, and
      * the child takes none (it runs on this thread's copy alone). */

@@ -8,8 +8,14 @@
  *
  * A stop, step by step (world_stop):
  *   1. take the world lock; a new epoch; mark "stopping";
- *   2. list /proc/self/task (getdents64 into a static buffer: no allocation) and send the park
- *      signal (tgkill) to every thread not yet asked in this epoch;
+ *   2. send the park signal (tgkill) to the threads the last stop found, and wait for them
+ *      (3): the listing below opens a descriptor, and a thread of the program that closed
+ *      its descriptors and opens one must get the lowest (tests/programs/
+ *      protect_shape_concurrent_move.c, closefrom: 2-18 of its opens a run got another while
+ *      a stop listed the threads before any was parked); then list /proc/self/task
+ *      (getdents64 into a static buffer: no allocation) and send it to every thread not yet
+ *      asked in this epoch (one the last stop did not find: only such a thread still runs
+ *      while the descriptor is open);
  *   3. wait on a futex until every thread asked has parked or is gone (tgkill(tid, 0) says
  *      ESRCH: it exited meanwhile, maybe with every signal blocked, as glibc's thread exit does);
  *   4. list the threads again: a thread created by one not yet parked appears now; go back to 2
@@ -73,6 +79,9 @@ static struct {
     atomic_bool stacks_known;  /* stack_lo/hi filled in (lazily, world_thread_at) */
     /* The tables, mapped once by world_init (under the world lock): */
     struct slot *slots;        /* [WORLD_MAX] */
+    int32_t *known;            /* [WORLD_MAX]: the threads the last stop parked, and its
+                                * stopper (the stopper, under the world lock) */
+    size_t nknown;             /* entries of known (the same) */
     _Atomic int32_t *hash;     /* [WORLD_HASH]: slot index + 1, or 0 */
     size_t n;                  /* slots used in this epoch */
     struct world_thread **parked; /* [WORLD_MAX]: the parked ones, for world_thread_at */
@@ -222,13 +231,14 @@ int world_init(void) {
     }
     int err = 0;
     size_t bytes = WORLD_MAX * sizeof(struct slot) + WORLD_HASH * sizeof(int32_t) +
-                   WORLD_MAX * sizeof(struct world_thread *);
+                   WORLD_MAX * sizeof(struct world_thread *) + WORLD_MAX * sizeof(int32_t);
     char *m = os_alloc_meta(bytes, &err);
     if (m) {
         world_state.slots = (struct slot *)m;
         world_state.hash = (_Atomic int32_t *)(m + WORLD_MAX * sizeof(struct slot));
         world_state.parked = (struct world_thread **)(m + WORLD_MAX * sizeof(struct slot) +
                                             WORLD_HASH * sizeof(int32_t));
+        world_state.known = (int32_t *)(world_state.parked + WORLD_MAX);
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_park;
@@ -240,6 +250,9 @@ int world_init(void) {
         sigfillset(&sa.sa_mask);
         sigdelset(&sa.sa_mask, SIGSEGV);
         sigdelset(&sa.sa_mask, SIGBUS);
+        /* The thread that starts Oscar (usually the program's only one yet) is known from
+         * the first stop on: asked before the listing opens its descriptor. */
+        world_state.known[world_state.nknown++] = (int32_t)os_gettid();
         if (__sigaction(world_state.sig, &sa, &world_state.program) != 0)
             err = errno;
         else
@@ -299,15 +312,64 @@ void world_exempt_drop(void) {
 void world_exempt_clear(void) {
     for (int i = 0; i < WORLD_EXEMPT_MAX; i++)
         atomic_store(&world_state.exempt[i], 0);
+    /* (The parent's threads are not the child's: its only one is this.) */
+    if (world_state.known) {
+        world_state.nknown = 0;
+        world_state.known[world_state.nknown++] = (int32_t)os_gettid();
+    }
+}
+
+/* Asks thread tid to park, unless it is the caller, an exempt one or asked already in this
+ * epoch. 1 if asked, 0 if not, -EAGAIN when the table is full. */
+static long ask(int pid, long self, long tid) {
+    if (tid == self || lookup((int32_t)tid) || exempt((int32_t)tid))
+        return 0;
+    struct slot *s = add((int32_t)tid);
+    if (!s)
+        return -EAGAIN;
+    atomic_fetch_add(&world_state.nexpect, 1);
+    if (os_tgkill(pid, tid, world_state.sig) == ESRCH) {
+        atomic_store(&s->state, SLOT_GONE);
+        atomic_fetch_sub(&world_state.nexpect, 1);
+    }
+    return 1;
+}
+
+/* /proc/self/task, opened for a stop; its identity, to tell it from a descriptor of the
+ * program's that took its number (a thread not parked yet may close every descriptor and
+ * open one: the lowest). The stopper's, under the world lock. */
+static struct {
+    uint64_t dev, ino; /* written by open_task_dir (the stopper, under the world lock) */
+} task_dir_state;
+
+static long open_task_dir(void) {
+    long fd = os_open_dir("/proc/self/task");
+    if (fd >= 0 && os_fd_id((int)fd, &task_dir_state.dev, &task_dir_state.ino) != 0) {
+        os_close((int)fd);
+        return -EBADF;
+    }
+    return fd;
+}
+
+/* Is fd still the directory open_task_dir opened (no lseek, read or close of a descriptor of
+ * the program's)? */
+static bool dir_ours(int fd) {
+    uint64_t dev, ino;
+    return fd >= 0 && os_fd_id(fd, &dev, &ino) == 0 && dev == task_dir_state.dev &&
+           ino == task_dir_state.ino;
 }
 
 /* Lists /proc/self/task and asks every thread not asked yet in this epoch. Returns how many
- * were new, or -errno. */
+ * were new, or -errno (-EBADF: the descriptor is no longer ours). */
 static long ask_new(int dirfd, int pid, long self) {
     long fresh = 0;
+    if (!dir_ours(dirfd))
+        return -EBADF;
     if (os_lseek_start(dirfd) < 0)
         return -EIO;
     for (;;) {
+        if (!dir_ours(dirfd))
+            return -EBADF;
         long n = os_getdents(dirfd, world_buf_state.dents, sizeof world_buf_state.dents);
         if (n < 0)
             return n;
@@ -322,19 +384,26 @@ static long ask_new(int dirfd, int pid, long self) {
                 continue;
             for (; *c >= '0' && *c <= '9'; c++)
                 tid = tid * 10 + (*c - '0');
-            if (tid == self || lookup((int32_t)tid) || exempt((int32_t)tid))
-                continue;
-            struct slot *s = add((int32_t)tid);
-            if (!s)
-                return -EAGAIN;
-            fresh++;
-            atomic_fetch_add(&world_state.nexpect, 1);
-            if (os_tgkill(pid, tid, world_state.sig) == ESRCH) {
-                atomic_store(&s->state, SLOT_GONE);
-                atomic_fetch_sub(&world_state.nexpect, 1);
-            }
+            long r = ask(pid, self, tid);
+            if (r < 0)
+                return r;
+            fresh += r;
         }
     }
+}
+
+/* Asks the threads the last stop parked (one that exited since is gone: tgkill says ESRCH,
+ * also for a number the kernel gave to a thread of another process since). How many were
+ * asked, or -errno. */
+static long ask_known(int pid, long self) {
+    long fresh = 0;
+    for (size_t i = 0; i < world_state.nknown; i++) {
+        long r = ask(pid, self, world_state.known[i]);
+        if (r < 0)
+            return r;
+        fresh += r;
+    }
+    return fresh;
 }
 
 /* Waits until every asked thread has parked or gone. 0, or -ETIMEDOUT at the deadline. */
@@ -420,10 +489,20 @@ int world_stop(void) {
     uint32_t epoch = atomic_fetch_add(&world_state.epoch, 1) + 1;
     atomic_store_explicit(&world_state.stopping, true, memory_order_release);
     uint64_t start = os_monotonic_ns(), deadline = start + WORLD_TIMEOUT_NS;
-    long dirfd = os_open_dir("/proc/self/task");
-    long err = dirfd < 0 ? dirfd : 0;
-    while (!err) {
+    long err = ask_known(pid, self), dirfd = -1;
+    if (err > 0)
+        err = wait_parked(pid, start, deadline);
+    if (err == 0 && (dirfd = open_task_dir()) < 0)
+        err = dirfd;
+    for (int lost = 0; !err;) {
         long fresh = ask_new((int)dirfd, pid, self);
+        if (fresh == -EBADF && lost++ < 3) {
+            /* A thread not parked yet closed it (and its number may be the program's now:
+             * never closed here). Once those asked are parked, again. */
+            if ((err = wait_parked(pid, start, deadline)) == 0 && (dirfd = open_task_dir()) < 0)
+                err = dirfd;
+            continue;
+        }
         if (fresh < 0) {
             err = fresh;
             break;
@@ -433,8 +512,15 @@ int world_stop(void) {
         if (fresh == 0)
             break; /* every thread parked, and none appeared since the last listing */
     }
-    if (dirfd >= 0)
+    if (dir_ours((int)dirfd))
         os_close((int)dirfd);
+    /* The next stop asks these first (parked, or asked by a stop that gave up), and the
+     * stopper: the listing then runs beside new threads only. */
+    world_state.nknown = 0;
+    world_state.known[world_state.nknown++] = (int32_t)self;
+    for (size_t i = 0; i < world_state.n && world_state.nknown < WORLD_MAX; i++)
+        if (atomic_load(&world_state.slots[i].state) != SLOT_GONE)
+            world_state.known[world_state.nknown++] = world_state.slots[i].t.tid;
     if (err) {
         atomic_fetch_add(&world_state.failed_stops, 1);
         release_parked(epoch);

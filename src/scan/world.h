@@ -34,7 +34,8 @@ void world_resume(void);
 int world_park_signal(void);          /* the signal number used to park */
 /* The calling thread (one of Oscar's own, that holds no lock and no pointer of the program's)
  * is left running by every stop from now on. false: the table (WORLD_EXEMPT_MAX) is full.
- * _clear: none is (a fork child: the threads were the parent's). */
+ * _clear: none is, and the only thread known is the caller (a fork child: the threads were the
+ * parent's). */
 #define WORLD_EXEMPT_MAX 16
 bool world_exempt_self(void);
 void world_exempt_drop(void); /* the calling thread no longer is (it is about to exit) */
