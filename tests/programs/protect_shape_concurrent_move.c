@@ -31,19 +31,6 @@ static uint64_t next_rand(uint64_t *s) {
     return *s;
 }
 
-/* *to = *from, *from = 0, through one scratch register cleared after: no copy of the pointer
- * is left in a register (a parked thread's registers are roots: a stale copy would hide a
- * lost pointer). */
-static inline void move_word(void *volatile *to, void *volatile *from) {
-    __asm__ volatile("movq (%1), %%rax\n\t"
-                     "movq %%rax, (%0)\n\t"
-                     "movq $0, (%1)\n\t"
-                     "xorl %%eax, %%eax"
-                     :
-                     : "r"(to), "r"(from)
-                     : "rax", "memory");
-}
-
 static void pause_us(uint64_t *seed) {
     struct timespec ts = {0, (long)(next_rand(seed) % 3000) * 1000};
     nanosleep(&ts, NULL);

@@ -20,18 +20,6 @@
 static atomic_int stop;
 static void *volatile holder; /* where the pointer starts */
 
-/* *to = *from, *from = 0, through one scratch register cleared after (no stale copy in a
- * register of a parked thread). */
-static inline void move_word(void *volatile *to, void *volatile *from) {
-    __asm__ volatile("movq (%1), %%rax\n\t"
-                     "movq %%rax, (%0)\n\t"
-                     "movq $0, (%1)\n\t"
-                     "xorl %%eax, %%eax"
-                     :
-                     : "r"(to), "r"(from)
-                     : "rax", "memory");
-}
-
 static void *mover(void *arg) {
     (void)arg;
     uint64_t seed = 0x9E3779B97F4A7C15ULL;
