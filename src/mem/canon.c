@@ -593,9 +593,31 @@ static int copy_from_fd(uint64_t len) {
     return 0;
 }
 
+/* The copy for the child did not fit under a finite RLIMIT_AS (a shell's `ulimit -v`: the
+ * window was sized when the limit was lowered, before the program's own mappings grew, and
+ * bash under `ulimit -v 1000000` failed 1 fork in 12): give back the window's unused top so
+ * that window and copy fit, with 16 MiB to spare. True when it shrank. */
+static bool fit_copy(void) {
+    uint64_t limit, vm, margin = 16ULL << 20;
+    if (os_rlimit(RLIMIT_AS, &limit) != 0 || limit == UINT64_MAX ||
+        os_status_bytes("VmSize:", &vm) != 0 || vm + margin >= limit)
+        return false;
+    uint64_t window = atomic_load(&oscar_canon.max_pages) << OSCAR_PAGE_SHIFT;
+    uint64_t used = atomic_load(&oscar_canon.next_span) * oscar_canon.span_pages << OSCAR_PAGE_SHIFT;
+    uint64_t want = (limit - margin - vm + window) / 2; /* the window, its copy beside it */
+    if (want >= window || want <= used)
+        return false;
+    canon_shrink(want - used);
+    return (atomic_load(&oscar_canon.max_pages) << OSCAR_PAGE_SHIFT) < window;
+}
+
 int canon_fork_prepare(void) {
     uint64_t bytes = oscar_canon.max_pages << OSCAR_PAGE_SHIFT;
     int err = open_heap(bytes, &copy_state.fd, &copy_state.dev, &copy_state.ino, &copy_state.map);
+    if (err == ENOMEM && fit_copy()) {
+        bytes = oscar_canon.max_pages << OSCAR_PAGE_SHIFT;
+        err = open_heap(bytes, &copy_state.fd, &copy_state.dev, &copy_state.ino, &copy_state.map);
+    }
     if (err)
         return err;
     uint64_t used = atomic_load(&oscar_canon.next_span) * oscar_canon.span_pages;
