@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LIB, assert_clean_run, assert_same_output, parse_values
+from test_protect import FREQUENT, MARKS
 
 MODES = {"strict": {}, "fast": {"OSCAR_MODE": "fast"}}
 AS_WARNING = (r"oscar: warning: RLIMIT_AS is \d+ MiB: the heap's address space is \d+ MiB "
@@ -91,14 +92,12 @@ def test_every_descriptor_below_the_limit_is_the_programs(runner, mode, limit):
     assert_same_output(runner.oscar(argv, env=DESCRIPTOR_MODES[mode]), expected)
 
 
-# Marks as often as they come (a 2 KiB quarantine), each kind of them.
-FREQUENT_MARKS = {"OSCAR_MODE": "protect", "OSCAR_QUARANTINE_FLOOR_KIB": "2",
-                  "OSCAR_QUARANTINE_SHARE": "0", "OSCAR_MARK_CONCURRENT_MIB": "0",
-                  "OSCAR_MARK_PAUSE_MS": "0"}
-# (Not strict and fast mode: they recount their mappings from /proc/self/maps while the
-# program runs, a known gap: docs/process-shapes.md, "Descriptors".)
-LOWEST_MODES = {"protect-" + m: dict(FREQUENT_MARKS, OSCAR_MARK=m)
-                for m in ("stop", "auto", "snapshot")}
+# Marks as often as they come, each kind of them (snapshot marks only where this process may
+# make a child: test_protect.MARKS). (Not strict and fast mode: they recount their mappings
+# from /proc/self/maps while the program runs, a known gap: docs/process-shapes.md,
+# "Descriptors".)
+LOWEST_MODES = {"protect-" + m: dict(FREQUENT, **MARKS[m])
+                for m in ("stop", "concurrent", "snapshot") if m in MARKS}
 
 
 @pytest.mark.parametrize("mode", LOWEST_MODES)
