@@ -93,11 +93,11 @@ def test_every_descriptor_below_the_limit_is_the_programs(runner, mode, limit):
 
 
 # Marks as often as they come, each kind of them (snapshot marks only where this process may
-# make a child: test_protect.MARKS). (Not strict and fast mode: they recount their mappings
-# from /proc/self/maps while the program runs, a known gap: docs/process-shapes.md,
-# "Descriptors".)
-LOWEST_MODES = {"protect-" + m: dict(FREQUENT, **MARKS[m])
-                for m in ("stop", "concurrent", "snapshot") if m in MARKS}
+# make a child: test_protect.MARKS); strict and fast mode recount their mappings from
+# /proc/self/maps as the churn maps and revokes pages (kept open: os/kept.h).
+LOWEST_MODES = dict({"protect-" + m: dict(FREQUENT, **MARKS[m])
+                     for m in ("stop", "concurrent", "snapshot") if m in MARKS},
+                    strict={"OSCAR_MODE": "strict"}, fast={"OSCAR_MODE": "fast"})
 
 
 @pytest.mark.parametrize("mode", LOWEST_MODES)
@@ -105,7 +105,8 @@ def test_lowest_descriptor_while_the_world_stops(runner, mode):
     """A thread closes every descriptor from 3 up and opens one, again and again, while
     another's frees make marks stop the world: every open returns 3, as POSIX says. (Listing
     the threads to stop opened /proc/self/task before any was parked, and naming Oscar's
-    thread opened its comm file: tens of thousands of the opens got 4.)"""
+    thread opened its comm file: tens of thousands of the opens got 4. Strict and fast mode
+    opened /proc/self/maps for each recount of their mappings: 21-347 and 17-95 of them.)"""
     expected = runner.glibc("lowest_descriptor")
     assert expected.stdout == "bad_fd 0\n", expected.describe()
     assert_same_output(runner.oscar("lowest_descriptor", env=LOWEST_MODES[mode]), expected)

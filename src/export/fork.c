@@ -32,6 +32,7 @@
 #include "heap/keep.h"
 #include "heap/views.h"
 #include "mem/canon.h"
+#include "mem/maplimit.h"
 #include "os/os.h"
 #include "heap/deferred.h"
 #include "heap/reclaim.h"
@@ -274,6 +275,7 @@ static void child_common(bool libc_fork) {
         p = q;
     }
     views_fork_child(); /* custom-allocator arenas and views (api.h) */
+    maplimit_fork_child();
     sync_child_done();
     stats_add(STAT_FORKS, 1);
     stack_after_fork();

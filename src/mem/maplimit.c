@@ -6,9 +6,11 @@
 #include "base/options.h"
 #include "mem/canon.h"
 #include "mem/region.h"
+#include "os/kept.h"
 #include "os/os.h"
 #include "base/stats.h"
 
+#include <errno.h>
 #include <sys/resource.h>
 
 /* The mapping-count limit's state. */
@@ -27,7 +29,16 @@ static struct {
     atomic_int degraded, warned;
     atomic_flag recounting; /* a recount is running: taken with test-and-set, never waited on */
     atomic_int told_lowered; /* set once by the first "address space lowered" line (exchange) */
-} maplimit_state = {.max_map_count = 65530, .recounting = ATOMIC_FLAG_INIT};
+    /* /proc/self/maps, kept open (os/kept.h): opened by maplimit_init, read and opened again
+     * only by the recount (holding `recounting`) and by maplimit_fork_child (one thread). */
+    struct os_kept maps;
+    /* Stop and resume the program's other threads, for opening /proc/self/maps again once
+     * the program closed ours (scan/world.h's world_try_stop and world_resume). Set once at
+     * init (maplimit_set_stop_hooks). */
+    int (*stop)(void);
+    void (*resume)(void);
+} maplimit_state = {.max_map_count = 65530, .recounting = ATOMIC_FLAG_INIT,
+                    .maps = OS_KEPT_INIT("/proc/self/maps")};
 
 #define HYSTERESIS 1024
 /* The predictions (mapview.h) miss some of the kernel's merges: a large object moved in from
@@ -47,6 +58,8 @@ static long next_check(long lines) {
     return lines + (half > RECOUNT_STEP ? half : RECOUNT_STEP);
 }
 
+static int count_maps(long *lines);
+
 void maplimit_init(void) {
     long v;
     if (os_read_long("/proc/sys/vm/max_map_count", &v) == 0 && v > 0)
@@ -56,7 +69,7 @@ void maplimit_init(void) {
     if (maplimit_state.soft_limit < maplimit_state.max_map_count / 2)
         maplimit_state.soft_limit = maplimit_state.max_map_count / 2;
     long lines = 0;
-    os_count_lines("/proc/self/maps", &lines);
+    count_maps(&lines);
     atomic_store(&maplimit_state.estimate, lines);
     atomic_store(&maplimit_state.next_recount, next_check(lines));
     atomic_store(&oscar_stats[STAT_MAPPINGS_ESTIMATE], (uint64_t)lines);
@@ -79,6 +92,32 @@ static void warn_once(long count) {
     fmt_flush(&f, 2);
 }
 
+/* The count of the process's mappings. /proc/self/maps stays open (os/kept.h): an open
+ * while the program runs would take the lowest free descriptor for a moment, and a thread of
+ * the program that closed everything and opens one would get the next (lowest_descriptor).
+ * If the program closed ours (closefrom), it is opened again with the program's threads
+ * parked; where they cannot be (a stop under way, this thread's own: fork), not now. The
+ * caller holds `recounting` (or is init, or a fork's child: one thread). */
+static int count_maps(long *lines) {
+    struct os_kept *k = &maplimit_state.maps;
+    if (!os_kept_usable(k)) {
+        int stopped = maplimit_state.stop ? maplimit_state.stop() : -ENOSYS;
+        if (stopped != 0 && stopped != -ENOSYS) /* (no world to stop yet: init) */
+            return EAGAIN;
+        int err = os_kept_open(k);
+        if (stopped == 0)
+            maplimit_state.resume();
+        if (err)
+            return err;
+    }
+    return os_kept_count_lines(k, lines);
+}
+
+void maplimit_set_stop_hooks(int (*stop)(void), void (*resume)(void)) {
+    maplimit_state.resume = resume;
+    maplimit_state.stop = stop;
+}
+
 /* relieve: call the relief hook when below the soft limit (a drift recount, which comes
  * often, calls it only when degraded mode just ended). */
 static void recount(bool relieve) {
@@ -86,7 +125,7 @@ static void recount(bool relieve) {
         return; /* another thread is counting */
     long lines;
     int was = atomic_load(&maplimit_state.degraded);
-    if (os_count_lines("/proc/self/maps", &lines) == 0) {
+    if (count_maps(&lines) == 0) {
         stats_add(STAT_MAPPING_RECOUNTS, 1);
         atomic_store(&maplimit_state.changes, 0);
         atomic_store(&maplimit_state.estimate, lines);
@@ -103,6 +142,13 @@ static void recount(bool relieve) {
             atomic_store(&maplimit_state.degraded, 0);
             atomic_store(&maplimit_state.next_recount, next_check(lines));
         }
+    } else {
+        /* Not counted (the program's threads could not be parked to open the file again,
+         * or no descriptor is left): the estimate stands, tried again a step later rather
+         * than at the next change. */
+        atomic_store(&maplimit_state.changes, 0);
+        atomic_store(&maplimit_state.next_recount,
+                     atomic_load(&maplimit_state.estimate) + RECOUNT_STEP);
     }
     atomic_flag_clear(&maplimit_state.recounting);
     if (!atomic_load(&maplimit_state.degraded) && maplimit_state.relief_hook && (relieve || was))
@@ -110,6 +156,14 @@ static void recount(bool relieve) {
 }
 
 void maplimit_set_relief_hook(void (*hook)(void)) { maplimit_state.relief_hook = hook; }
+
+void maplimit_fork_child(void) {
+    /* (The child is one thread: a recount the fork interrupted in another thread of the
+     * parent will never clear its flag here.) */
+    atomic_flag_clear(&maplimit_state.recounting);
+    if (maplimit_state.maps.pid) /* (opened: strict and fast mode) */
+        os_kept_open(&maplimit_state.maps);
+}
 
 void maplimit_add(long delta) {
     if (!delta)

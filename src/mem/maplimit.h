@@ -15,6 +15,12 @@
 void maplimit_init(void);
 /* The heap's "below the limit again" action (heap/deferred.c registers it at init). */
 void maplimit_set_relief_hook(void (*hook)(void));
+/* In a fork's child, before the program runs again (it is one thread): /proc/self/maps opened
+ * for the child itself (no open while its threads may run: os/kept.h). */
+void maplimit_fork_child(void);
+/* How to park the program's other threads for a moment (scan/world.h: world_try_stop,
+ * world_resume; set at init by modes/alloc.c): stop returns 0 when they are parked. */
+void maplimit_set_stop_hooks(int (*stop)(void), void (*resume)(void));
 /* Our mappings changed by delta (estimate). */
 void maplimit_add(long delta);
 /* True when a revocation that adds `delta` mappings should be deferred. */

@@ -17,6 +17,7 @@
 #include "heap/deferred.h"
 #include "heap/reclaim.h"
 #include "scan/recycle.h"
+#include "scan/world.h"
 #include "heap/views.h"
 #include "mem/region.h"
 #include "report/report.h"
@@ -82,6 +83,7 @@ void oscar_init(void) {
     if ((err = stack_init()) != 0)
         report_fatal("cannot reserve the stack store", err);
     maplimit_init();
+    maplimit_set_stop_hooks(world_try_stop, world_resume);
     keep_init(); /* (after maplimit_init: it counts its mappings) */
     fault_init();
     if (options_int(OPT_STATS_SIGNAL))

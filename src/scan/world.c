@@ -475,10 +475,25 @@ static void release_parked(uint32_t epoch) {
     os_futex_wake(&world_state.resumed, 0x7fffffff);
 }
 
+static int stop_locked(void);
+
 int world_stop(void) {
     if (!atomic_load(&world_state.ready))
         return -ENOSYS;
     oscar_lock_acquire(&world_state.lock);
+    return stop_locked();
+}
+
+int world_try_stop(void) {
+    if (!atomic_load(&world_state.ready))
+        return -ENOSYS;
+    if (!oscar_lock_try(&world_state.lock))
+        return -EBUSY;
+    return stop_locked();
+}
+
+/* world_stop with the world lock taken. */
+static int stop_locked(void) {
     int pid = os_getpid();
     long self = os_gettid();
     clear_table();

@@ -28,6 +28,9 @@ struct world_thread {
 int world_init(void);                 /* installs the park handler; 0 or -errno */
 int world_stop(void);                 /* 0: every other thread parked; -ETIMEDOUT / -errno:
                                          none left parked, nothing to undo */
+/* world_stop, or -EBUSY at once where a stop is under way (another thread's, or this one's:
+ * a path that may run inside a stop of its own, mem/maplimit.c's reopen). */
+int world_try_stop(void);
 size_t world_count(void);             /* parked threads (the caller is not one of them) */
 const struct world_thread *world_thread_at(size_t i);
 void world_resume(void);
