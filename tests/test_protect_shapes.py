@@ -31,6 +31,7 @@ SHAPES = [
     ("protect_shape_flicker", []),           # words of a live object flicking to it and to 0
     ("protect_shape_signal_move", []),       # a signal handler moving it on a parked thread
     ("protect_shape_vector_register", []),   # a vector register of a spinning thread
+    ("protect_shape_blocked_register", []),  # r12 of a thread blocked in a system call
     ("protect_shape_fork_during_marks", ["thread"]),  # another thread forking
     ("protect_shape_fork_during_marks", ["signal"]),  # forks from a handler on the marker
     ("protect_shape_concurrent_move", []),   # moved across the heap while a mark reads it
@@ -139,3 +140,18 @@ def test_a_sampled_object_voids_a_shape(runner):
     assert v.get("held_reused") == 0 and v.get("released_reused") == 0, v
     res = runner.oscar("protect_shape_freed_holder", "control", env=env)
     assert res.returncode != 0 and "heap-use-after-free" in res.stderr, res.describe()
+
+
+@pytest.mark.parametrize("mark", sorted(MARKS))
+def test_a_thread_that_blocks_the_park_signal(runner, tmp_path, mark):
+    """A thread blocks every signal with the raw system call (the park signal too: Oscar's
+    wrappers are bypassed) and sleeps in read() with the only pointer in a register: no mark
+    can stop the world, none hands the object out, and the program is not slowed by them
+    (each failed stop took 50 ms, and every free tried again: 30-60 s for a 0.1 s program;
+    now they wait, up to 1 s); once the thread is gone, marks go on."""
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    res = runner.oscar("protect_shape_blocked_register", "sigblock", env=env, timeout=20)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    assert parse_values(res.stdout).get("held_reused") == 0, res.describe()
+    s = json.loads((tmp_path / "stats.json").read_text())
+    assert s["scan_skipped"] >= 1 and s["scan_rounds"] >= 20, s

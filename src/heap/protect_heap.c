@@ -68,6 +68,12 @@ static struct {
     /* A dead thread's cache: its address marks a thread that has exited (never written). */
     struct ph_tc dead_tc;
     _Atomic uint64_t next_mark_ns; /* pacing: the next mark's monotonic time (atomic) */
+    /* After marks that could not stop the world (a thread of the program blocks the park
+     * signal with a raw system call): none tried before retry_ns, the wait doubling with
+     * each failure in a row (`failures`). Written by the marking thread, read by any:
+     * atomic. */
+    _Atomic uint64_t retry_ns;
+    _Atomic uint32_t failures;
     atomic_int warned;  /* warn_cap said it: atomic exchange, once */
 } ph_state = {.fallback_lock = OSCAR_LOCK_INIT(FALLBACK_CACHE),
               .registry_lock = OSCAR_LOCK_INIT(THREAD_REGISTRY),
@@ -840,6 +846,9 @@ static bool due(void) {
     int64_t trigger, q = quarantine_and_trigger(&trigger);
     if (q < trigger)
         return false;
+    uint64_t retry = atomic_load_explicit(&ph_state.retry_ns, memory_order_relaxed);
+    if (retry && os_monotonic_ns() < retry)
+        return false; /* (nothing can be proven meanwhile: the quarantine grows) */
     if (q >= PACE_SLACK * trigger)
         return true;
     uint64_t at = atomic_load_explicit(&ph_state.next_mark_ns, memory_order_relaxed);
@@ -1103,8 +1112,24 @@ static void warn_cap(int64_t held) {
     fmt_flush(&f, 2);
 }
 
+/* A failed stop cost the thread that tried about as long as the world takes to show that a
+ * thread will not park (a few ms; 50 the first time): trying again at every free made a
+ * 0.1 s program take 30 s (protect_shape_blocked_register sigblock). 10 ms after the first
+ * failure, then twice as long each time, at most a second. */
+#define RETRY_FIRST_NS 10000000ull
+#define RETRY_MAX_NS 1000000000ull
+void ph_mark_failed(void) {
+    uint32_t n = atomic_fetch_add_explicit(&ph_state.failures, 1, memory_order_relaxed);
+    uint64_t wait = RETRY_FIRST_NS << (n < 7 ? n : 7);
+    atomic_store_explicit(&ph_state.retry_ns,
+                          os_monotonic_ns() + (wait < RETRY_MAX_NS ? wait : RETRY_MAX_NS),
+                          memory_order_relaxed);
+}
+
 void ph_after_mark(uint64_t released, uint64_t held, uint64_t released_objects,
                    uint64_t held_objects, uint64_t mark_ns) {
+    atomic_store_explicit(&ph_state.failures, 0, memory_order_relaxed);
+    atomic_store_explicit(&ph_state.retry_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&ph_state.next_mark_ns, os_monotonic_ns() + PACE * mark_ns,
                           memory_order_relaxed);
     atomic_fetch_sub_explicit(&ph_state.quar_bytes, (int64_t)released, memory_order_relaxed);

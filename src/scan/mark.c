@@ -985,8 +985,10 @@ static int stop_world(void) {
         os_yield(); /* (a fork takes about a millisecond) */
     }
     int err = world_stop();
-    if (err)
+    if (err) {
         atomic_store(&mark_state.stopping, 0);
+        ph_mark_failed();
+    }
     return err;
 }
 

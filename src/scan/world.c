@@ -76,6 +76,9 @@ static struct {
     atomic_bool stopping;      /* a stop is in progress: the stopper, release; the handler
                                 * reads it (acquire) */
     _Atomic uint32_t failed_stops; /* stops that gave up: their requests may come late */
+    int32_t blocker;           /* the thread whose blocked park signal made the last stop give
+                                * up, 0: none (the stopper, under the world lock): the next
+                                * stop asks its mask at once, not after 50 ms */
     atomic_bool stacks_known;  /* stack_lo/hi filled in (lazily, world_thread_at) */
     /* The tables, mapped once by world_init (under the world lock): */
     struct slot *slots;        /* [WORLD_MAX] */
@@ -459,7 +462,9 @@ static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
                 if (os_tgkill(pid, s->t.tid, 0) == ESRCH) {
                     if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
                         atomic_fetch_sub(&world_state.nexpect, 1);
-                } else if (check_masks && blocks_park(s->t.tid)) {
+                } else if ((check_masks || s->t.tid == world_state.blocker) &&
+                           blocks_park(s->t.tid)) {
+                    world_state.blocker = s->t.tid;
                     return -EAGAIN;
                 }
             }
