@@ -32,6 +32,7 @@ SHAPES = [
     ("protect_shape_signal_move", []),       # a signal handler moving it on a parked thread
     ("protect_shape_vector_register", []),   # a vector register of a spinning thread
     ("protect_shape_blocked_register", []),  # r12 of a thread blocked in a system call
+    ("protect_shape_sampled_holder", []),    # a live sampled object (its own page)
     ("protect_shape_fork_during_marks", ["thread"]),  # another thread forking
     ("protect_shape_fork_during_marks", ["signal"]),  # forks from a handler on the marker
     ("protect_shape_concurrent_move", []),   # moved across the heap while a mark reads it
@@ -46,6 +47,10 @@ SHAPES = [
     ("protect_ring_held", ["uring", "buffer", "busy"]),  # a buffer registered with a busy ring
     ("protect_ring_held", ["aio"]),          # a Linux AIO event not yet reaped
 ]
+
+
+# Settings a shape needs beyond FREQUENT and its mark's.
+SHAPE_ENV = {"protect_shape_sampled_holder": {"OSCAR_SAMPLE_RATE": "2"}}
 
 
 def kernel_at_least(major, minor):
@@ -97,7 +102,8 @@ def ids(shapes):
 @pytest.mark.parametrize("program,args", SHAPES, ids=ids(SHAPES))
 def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
     skip_unless_concurrent(program, mark, args)
-    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark],
+               **SHAPE_ENV.get(program, {}))
     res = runner.oscar(program, *args, env=env, timeout=240)
     assert res.returncode == 0 and not res.oscar_lines(), res.describe()
     skip_if_unsupported(res)
@@ -123,7 +129,8 @@ def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
 @pytest.mark.parametrize("program,args", SHAPES, ids=ids(SHAPES))
 def test_shape_check_can_fail(runner, program, args, mark):
     skip_unless_concurrent(program, mark, args)
-    res = runner.oscar(program, *args, "control", env=dict(FREQUENT, **MARKS[mark]),
+    res = runner.oscar(program, *args, "control",
+                       env=dict(FREQUENT, **MARKS[mark], **SHAPE_ENV.get(program, {})),
                        timeout=240)
     skip_if_unsupported(res)
     assert res.returncode == 0 and parse_values(res.stdout).get("held_reused", 0) > 0, \
