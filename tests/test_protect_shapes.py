@@ -38,6 +38,8 @@ SHAPES = [
     ("protect_shape_concurrent_move", []),   # moved across the heap while a mark reads it
     ("protect_shape_concurrent_move", ["closefrom"]),  # ... and Oscar's descriptors closed
     ("protect_shape_fresh_pages", []),       # into pages handed out while a mark begins
+    ("protect_shape_fresh_mapping", []),     # into a mapping made while a mark runs
+    ("protect_shape_fresh_mapping", ["mremap"]),  # ... moved to a new address by mremap
     ("protect_shape_freed_holder", []),      # in a freed object a root still points to
     ("protect_shape_freed_holder", ["chain"]),  # ... through a chain of two of them
     ("protect_shape_freed_holder", ["large"]),  # ... a large one (64 KiB)
