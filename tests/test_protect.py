@@ -531,3 +531,17 @@ def test_one_thread_calls_after_marks(runner, tmp_path, mark):
     s = stats_of(tmp_path)
     assert s["scan_team_rounds"] > 0, s
     assert_mark_kind(s, mark)
+
+
+@pytest.mark.parametrize("mark", sorted(MARKS))
+def test_main_thread_exit_ends_the_process(runner, tmp_path, mark):
+    """The first thread leaves with pthread_exit, another frees while marks come as often as
+    they can: the process ends when that thread returns (Oscar's own threads kept it alive
+    for ever), with glibc's output, and no mark waits for the first thread, a zombie that
+    never parks (each gave up after 1 s)."""
+    expected = runner.glibc("main_thread_exit")
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    res = runner.oscar("main_thread_exit", env=env, timeout=60)
+    assert res.returncode == 0 and res.stdout == expected.stdout, res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_rounds"] >= 20 and s["scan_skipped"] == 0 and s["released_objects"] > 0, s

@@ -253,7 +253,7 @@ def redis_session(runner, servers, mode, workdir):
 
     # 1. redis-benchmark's own load (random keys in database 0).
     tests = "set,get,incr,lpush,lpop,sadd,hset,zadd,lrange_100,mset"
-    res = run_tool([bench, "-h", "127.0.0.1", "-p", port, "-n", 20000, "-q", "-r", 10000,
+    res = run_tool([bench, "-h", "127.0.0.1", "-p", port, "-n", 10000, "-q", "-r", 10000,
                     "-c", 20, "-t", tests], timeout=120)
     assert res.returncode == 0, "redis-benchmark failed\n%s\n%s" % (res.stdout, res.stderr)
     assert "error" not in res.stdout.lower(), res.stdout

@@ -24,7 +24,7 @@ STRICT = {"OSCAR_MODE": "strict"}  # the reports below are strict mode's
 @pytest.mark.parametrize("program", ["world_thread_shapes", "fork_clone_nocvm",
                                      "signal_park_handler", "fork_stdio_lock",
                                      "signal_mask_calls", "world_raw_blocked",
-                                     "fork_stop_gives_up"])
+                                     "fork_stop_gives_up", "main_thread_exit"])
 def test_same_output_as_glibc(runner, program, mode):
     expected = runner.glibc(program)
     assert expected.stdout.endswith("OK\n"), expected.describe()

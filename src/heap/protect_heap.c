@@ -1112,10 +1112,10 @@ static void warn_cap(int64_t held) {
     fmt_flush(&f, 2);
 }
 
-/* A failed stop cost the thread that tried about as long as the world takes to show that a
- * thread will not park (a few ms; 50 the first time): trying again at every free made a
- * 0.1 s program take 30 s (protect_shape_blocked_register sigblock). 10 ms after the first
- * failure, then twice as long each time, at most a second. */
+/* A failed stop cost the thread that tried as long as the world takes to show that a
+ * thread will not park (50 ms): trying again at every free made a 0.1 s program take 30 s
+ * (protect_shape_blocked_register sigblock). 10 ms after the first failure, then twice as
+ * long each time, at most a second. */
 #define RETRY_FIRST_NS 10000000ull
 #define RETRY_MAX_NS 1000000000ull
 void ph_mark_failed(void) {

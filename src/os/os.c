@@ -415,6 +415,14 @@ long os_readlink(const char *path, char *buf, size_t cap) {
     return n;
 }
 
+int os_stat_nlink(const char *path, uint64_t *nlink) {
+    struct stat st;
+    int err = err_of(sys6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0));
+    if (!err)
+        *nlink = (uint64_t)st.st_nlink;
+    return err;
+}
+
 int os_page_faults(uint64_t *minor, uint64_t *major) {
     struct rusage ru;
     int err = err_of(sys6(SYS_getrusage, RUSAGE_SELF, (long)&ru, 0, 0, 0, 0));

@@ -103,6 +103,8 @@ void *os_map_file(const char *path, size_t *len, int *err);
 /* readlink into buf (NUL-terminated, truncated to fit); length or -errno. */
 long os_readlink(const char *path, char *buf, size_t cap);
 /* Page faults of the process so far (getrusage). */
+/* A path's link count (stat: no descriptor). 0 or an errno. */
+int os_stat_nlink(const char *path, uint64_t *nlink);
 int os_page_faults(uint64_t *minor, uint64_t *major);
 /* A "Name:   N kB" field of /proc/self/status, in bytes. */
 int os_status_bytes(const char *field, uint64_t *bytes);

@@ -22,7 +22,14 @@ static struct {
         void *arg;
         const char *name;
     } starts[STARTS_MAX];
+    /* Oscar's threads started in this process and not yet leaving: added to by
+     * os_thread_start, taken from by os_thread_leaving (atomic), zeroed in a fork's child. */
+    atomic_uint alive;
 } ownthread_state;
+
+unsigned os_threads_own(void) { return atomic_load(&ownthread_state.alive); }
+void os_thread_leaving(void) { atomic_fetch_sub(&ownthread_state.alive, 1); }
+void os_threads_fork_child(void) { atomic_store(&ownthread_state.alive, 0); }
 
 static void *named(void *p) {
     struct start *s = p;
@@ -62,12 +69,15 @@ int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
             sigdelset(&mask, s);
     pthread_t t;
     struct start *s = claim(fn, arg, name);
+    atomic_fetch_add(&ownthread_state.alive, 1); /* (before it runs: it may leave at once) */
     if (!(err = pthread_attr_setstack(&attr, stack, size)) &&
         !(err = pthread_attr_setsigmask_np(&attr, &mask)) &&
         !(err = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED)))
         err = s ? pthread_create(&t, &attr, named, s) : pthread_create(&t, &attr, fn, arg);
     if (err && s)
         atomic_store(&s->used, 0);
+    if (err)
+        atomic_fetch_sub(&ownthread_state.alive, 1);
     pthread_attr_destroy(&attr);
     errno = saved;
     return err;

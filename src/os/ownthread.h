@@ -13,6 +13,11 @@
  * DTV): never call it while holding one of Oscar's locks. */
 int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
                     const sigset_t *open, const char *name);
+/* Oscar's threads alive in this process (started by os_thread_start); each calls
+ * os_thread_leaving just before it returns; a fork's child has none. */
+unsigned os_threads_own(void);
+void os_thread_leaving(void);
+void os_threads_fork_child(void);
 /* Wait until thread tid of this process is gone (released by the kernel: no longer counted
  * among the process's threads), at most timeout_ns. false on timeout. */
 bool os_thread_gone(long tid, uint64_t timeout_ns);

@@ -1666,6 +1666,8 @@ static bool snapshot_round(void) {
     return true;
 }
 
+#define MARKER_IDLE_NS 250000000ull
+
 static void *marker_main(void *arg) {
     (void)arg;
     in_mark = 1; /* (this thread does nothing else) */
@@ -1673,10 +1675,18 @@ static void *marker_main(void *arg) {
     for (;;) {
         uint32_t d = atomic_load(&cm_state.done);
         while (atomic_load(&cm_state.want) == d)
-            os_futex_wait(&cm_state.want, d, 0);
+            /* Idle: leave once the program's threads are all gone (team.c's helpers do too:
+             * glibc ends the process when its last pthread exits, Oscar's included). */
+            if (os_futex_wait(&cm_state.want, d, MARKER_IDLE_NS) == ETIMEDOUT &&
+                atomic_load(&cm_state.want) == d && world_only_own_threads(os_threads_own())) {
+                os_thread_leaving();
+                return NULL;
+            }
         uint32_t w = atomic_load(&cm_state.want);
-        if (atomic_load(&cm_state.quit))
+        if (atomic_load(&cm_state.quit)) {
+            os_thread_leaving();
             return NULL;
+        }
         if (!atomic_exchange_explicit(&mark_state.marking, 1, memory_order_acquire)) {
             if (!(cm_state.setting == 3 && snapshot_round())) {
                 int err = open_trackers_stopped();
@@ -1903,6 +1913,7 @@ void mark_note_not_copied(void) { atomic_store(&cm_state.not_copied, true); }
 
 void mark_fork_child(void) {
     team_fork_child(); /* (its helpers are the parent's) */
+    os_threads_fork_child(); /* (and the marker thread) */
     atomic_store(&mark_state.forking, 0);
     atomic_store(&mark_state.stopping, 0);
     /* The marker thread is not in the child: the child starts its own at its first mark. The

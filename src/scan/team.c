@@ -11,6 +11,7 @@
 #include "os/os.h"
 #include "os/ownthread.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 
@@ -18,11 +19,13 @@
 #pragma weak world_exempt_clear
 #pragma weak world_exempt_drop
 #pragma weak world_park_signal
+#pragma weak world_only_own_threads
 
 #define TEAM_MAX 15                  /* helpers at most (OSCAR_MARK_THREADS caps at 16) */
 #define TEAM_STACK (256UL << 10)     /* a job's frames: the scan's 4 KiB buffers and little else */
 #define FIELD ((1ULL << 24) - 1)     /* a 24-bit field of `claim` */
 #define SPIN 2000                    /* pauses the caller spins before it sleeps (~0.1 ms) */
+#define IDLE_NS 250000000ull         /* a helper asks whether the program is gone this often */
 
 /* All of team's state. */
 static struct {
@@ -79,16 +82,27 @@ static void *helper_main(void *arg) {
     uint32_t seen = atomic_load(&team_state.wake);
     for (;;) {
         uint32_t w;
-        while ((w = atomic_load(&team_state.wake)) == seen)
-            os_futex_wait(&team_state.wake, seen, 0);
+        while ((w = atomic_load(&team_state.wake)) == seen) {
+            /* Idle: if the program's threads are all gone (its first one left with
+             * pthread_exit), Oscar's must not keep the process alive (glibc's exit(0) comes
+             * with the last pthread's end): leave. */
+            if (os_futex_wait(&team_state.wake, seen, IDLE_NS) == ETIMEDOUT &&
+                atomic_load(&team_state.wake) == seen && world_only_own_threads &&
+                world_only_own_threads(os_threads_own())) {
+                atomic_fetch_sub(&team_state.running, 1);
+                goto leave;
+            }
+        }
         seen = w;
         if (atomic_load(&team_state.quit))
             break;
         work();
     }
+leave:
     /* (A tid the kernel may give to a thread of the program's next must not stay exempt.) */
     if (world_exempt_drop)
         world_exempt_drop();
+    os_thread_leaving();
     return NULL;
 }
 

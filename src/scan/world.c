@@ -76,9 +76,10 @@ static struct {
     atomic_bool stopping;      /* a stop is in progress: the stopper, release; the handler
                                 * reads it (acquire) */
     _Atomic uint32_t failed_stops; /* stops that gave up: their requests may come late */
-    int32_t blocker;           /* the thread whose blocked park signal made the last stop give
-                                * up, 0: none (the stopper, under the world lock): the next
-                                * stop asks its mask at once, not after 50 ms */
+    int32_t zombie_leader;     /* the pid whose first thread was found gone (pthread_exit:
+                                * the kernel keeps it, a zombie that never parks), so never
+                                * asked again; a fork child's pid differs (the stopper, under
+                                * the world lock) */
     atomic_bool stacks_known;  /* stack_lo/hi filled in (lazily, world_thread_at) */
     /* The tables, mapped once by world_init (under the world lock): */
     struct slot *slots;        /* [WORLD_MAX] */
@@ -325,7 +326,8 @@ void world_exempt_clear(void) {
 /* Asks thread tid to park, unless it is the caller, an exempt one or asked already in this
  * epoch. 1 if asked, 0 if not, -EAGAIN when the table is full. */
 static long ask(int pid, long self, long tid) {
-    if (tid == self || lookup((int32_t)tid) || exempt((int32_t)tid))
+    if (tid == self || lookup((int32_t)tid) || exempt((int32_t)tid) ||
+        (tid == pid && world_state.zombie_leader == pid))
         return 0;
     struct slot *s = add((int32_t)tid);
     if (!s)
@@ -442,6 +444,17 @@ static bool blocks_park(long tid) {
     return (mask >> (world_state.sig - 1)) & 1;
 }
 
+/* Has the process's first thread left with pthread_exit (a zombie until the last thread is
+ * gone: it never parks, and tgkill does not say ESRCH for it)? Its memory is gone:
+ * /proc/self/exe with it. No descriptor taken. */
+static bool leader_gone(int pid) {
+    char buf[8];
+    if (os_readlink("/proc/self/exe", buf, sizeof buf) != -ENOENT)
+        return false;
+    world_state.zombie_leader = pid;
+    return true;
+}
+
 static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
     for (;;) {
         uint32_t seen = atomic_load_explicit(&world_state.nparked, memory_order_acquire);
@@ -459,12 +472,14 @@ static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
                 int expected = SLOT_ASKED;
                 if (atomic_load(&s->state) != SLOT_ASKED)
                     continue;
-                if (os_tgkill(pid, s->t.tid, 0) == ESRCH) {
+                if (os_tgkill(pid, s->t.tid, 0) == ESRCH ||
+                    (s->t.tid == pid && leader_gone(pid))) {
                     if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
                         atomic_fetch_sub(&world_state.nexpect, 1);
-                } else if ((check_masks || s->t.tid == world_state.blocker) &&
-                           blocks_park(s->t.tid)) {
-                    world_state.blocker = s->t.tid;
+                } else if (check_masks && blocks_park(s->t.tid)) {
+                    /* (Not sooner, even for a thread that blocked it last time: fork tries
+                     * three stops, and one that waits may see the thread unblock it;
+                     * fork_stop_gives_up.) */
                     return -EAGAIN;
                 }
             }
@@ -478,6 +493,18 @@ static void release_parked(uint32_t epoch) {
     atomic_store_explicit(&world_state.stopping, false, memory_order_release);
     atomic_store_explicit(&world_state.resumed, epoch, memory_order_release);
     os_futex_wake(&world_state.resumed, 0x7fffffff);
+}
+
+bool world_only_own_threads(unsigned own) {
+    /* The process's first thread called pthread_exit: the kernel keeps it, a zombie without
+     * memory, until the last thread is gone, and its /proc/self/exe is gone (ENOENT). Then
+     * /proc/self/task's link count is 2 + every thread, the zombie included. Neither call
+     * takes a descriptor (a thread of the program's may be opening one). */
+    char buf[8];
+    if (os_readlink("/proc/self/exe", buf, sizeof buf) != -ENOENT) /* (leader_gone's test) */
+        return false;
+    uint64_t nlink;
+    return os_stat_nlink("/proc/self/task", &nlink) == 0 && nlink >= 3 && nlink - 3 <= own;
 }
 
 static int stop_locked(void);

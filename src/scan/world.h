@@ -28,6 +28,10 @@ struct world_thread {
 int world_init(void);                 /* installs the park handler; 0 or -errno */
 int world_stop(void);                 /* 0: every other thread parked; -ETIMEDOUT / -errno:
                                          none left parked, nothing to undo */
+/* Are Oscar's `own` threads all that is left of the process (its first thread gone with
+ * pthread_exit, and every other thread of the program's too)? Then they must leave: glibc
+ * ends the process with exit(0) when its last pthread exits, and Oscar's are pthreads. */
+bool world_only_own_threads(unsigned own);
 /* world_stop, or -EBUSY at once where a stop is under way (another thread's, or this one's:
  * a path that may run inside a stop of its own, mem/maplimit.c's reopen). */
 int world_try_stop(void);

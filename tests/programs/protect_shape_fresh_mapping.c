@@ -84,11 +84,11 @@ int main(int argc, char **argv) {
     clear_stack();
     pthread_t t;
     pthread_create(&t, NULL, mover, NULL);
-    int held = churn_for(m, 1.2);
+    int held = churn_for(m, 0.8);
     atomic_store(&stop, 1);
     pthread_join(t, NULL);
     clear_stack();
-    int released = churn_for(m, 0.5);
+    int released = churn_for(m, 0.4);
     report(held, released);
     return 0;
 }
