@@ -12,8 +12,11 @@
 #define OSCAR_PROTECT_COMMON_H
 #include "common.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define MASK ((uintptr_t)0x5a5a5a5a5a5a5a5aULL)
 #define OBJ_SIZE 48
@@ -99,6 +102,43 @@ static inline __attribute__((unused)) void move_word(void *volatile *to, void *v
 static inline void report(int held, int released) {
     printf("held_reused %d\n", held);
     printf("released_reused %d\n", released);
+}
+
+/* Monotonic seconds, and churn batches for `secs` of them (the shapes whose pointer moves
+ * while marks run, for a time rather than a count of rounds). */
+static inline __attribute__((unused)) double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static inline __attribute__((unused)) int churn_for(uintptr_t masked, double secs) {
+    int held = 0;
+    double end = now_seconds() + secs;
+    while (now_seconds() < end)
+        held += churn(masked, 20);
+    return held;
+}
+
+/* The shapes whose pointer a thread keeps moving: the object, its pointer in *start (unless
+ * control), `mover` started; churn for held_secs; *stop set (the mover clears the pointer
+ * where it is and returns), joined; churn for released_secs; report. */
+static inline __attribute__((unused)) void check_moved_by(void *volatile *start,
+                                                         void *(*mover)(void *),
+                                                         atomic_int *stop, double held_secs,
+                                                         double released_secs) {
+    uintptr_t m = make_object();
+    if (!control)
+        *start = (void *)(m ^ MASK);
+    free_object(m);
+    clear_stack();
+    pthread_t t;
+    pthread_create(&t, NULL, mover, NULL);
+    int held = churn_for(m, held_secs);
+    atomic_store(stop, 1);
+    pthread_join(t, NULL);
+    clear_stack();
+    report(held, churn_for(m, released_secs));
 }
 
 /* The plain check, the pointer held at *slot (a global, a live heap object, a mapping of the

@@ -66,17 +66,11 @@ static void *mover(void *arg) {
     return NULL;
 }
 
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
 /* Churn for a while (marks run meanwhile); with closefrom, descriptors too. */
-static int churn_for(uintptr_t m, double secs, int closing, int *bad_fd) {
+static int churn_closing(uintptr_t m, double secs, int closing, int *bad_fd) {
     int held = 0;
-    double end = seconds() + secs;
-    while (seconds() < end) {
+    double end = now_seconds() + secs;
+    while (now_seconds() < end) {
         held += churn(m, 20);
         if (closing) {
             syscall(SYS_close_range, 3, ~0U, 0);
@@ -105,12 +99,12 @@ int main(int argc, char **argv) {
     pthread_t t;
     pthread_create(&t, NULL, mover, NULL);
     int bad_fd = 0;
-    int held = churn_for(m, 3.0, closing, &bad_fd);
+    int held = churn_closing(m, 3.0, closing, &bad_fd);
     atomic_store(&stop, 1);
     pthread_join(t, NULL);
     global = NULL;
     clear_stack();
-    int released = churn_for(m, 1.0, 0, &bad_fd);
+    int released = churn_closing(m, 1.0, 0, &bad_fd);
     report(held, released);
     printf("bad_fd %d\n", bad_fd);
     return 0;

@@ -59,36 +59,10 @@ static void *mover(void *arg) {
     return NULL;
 }
 
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static int churn_for(uintptr_t m, double secs) {
-    int held = 0;
-    double end = seconds() + secs;
-    while (seconds() < end)
-        held += churn(m, 20);
-    return held;
-}
-
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     for (int i = 1; i < argc; i++)
         use_mremap |= strcmp(argv[i], "mremap") == 0;
-    uintptr_t m = make_object();
-    if (!control)
-        holder = (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    pthread_t t;
-    pthread_create(&t, NULL, mover, NULL);
-    int held = churn_for(m, 0.8);
-    atomic_store(&stop, 1);
-    pthread_join(t, NULL);
-    clear_stack();
-    int released = churn_for(m, 0.4);
-    report(held, released);
+    check_moved_by(&holder, mover, &stop, 0.8, 0.4);
     return 0;
 }

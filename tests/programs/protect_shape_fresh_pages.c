@@ -42,34 +42,8 @@ static void *mover(void *arg) {
     return NULL;
 }
 
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static int churn_for(uintptr_t m, double secs) {
-    int held = 0;
-    double end = seconds() + secs;
-    while (seconds() < end)
-        held += churn(m, 20);
-    return held;
-}
-
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
-    uintptr_t m = make_object();
-    if (!control)
-        holder = (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    pthread_t t;
-    pthread_create(&t, NULL, mover, NULL);
-    int held = churn_for(m, 2.5);
-    atomic_store(&stop, 1);
-    pthread_join(t, NULL);
-    clear_stack();
-    int released = churn_for(m, 1.0);
-    report(held, released);
+    check_moved_by(&holder, mover, &stop, 2.5, 1.0);
     return 0;
 }
