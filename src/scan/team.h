@@ -6,7 +6,9 @@
  * A helper is started once per process (a fork child starts its own) by team_start, holds no
  * lock and no pointer of the program's, its stack is Oscar's metadata (never a root), and
  * stops of the world leave it running (scan/world.h, world_exempt_self). Between jobs it
- * sleeps on a futex. Nothing here allocates.
+ * sleeps on a futex, waking every 250 ms to leave if the program's threads are all gone
+ * (world_only_own_threads: glibc ends the process when its last pthread exits). Nothing here
+ * allocates.
  *
  * Locks: none. A job runs with the world stopped, and the stopper holds the world lock. */
 #ifndef OSCAR_SCAN_TEAM_H
