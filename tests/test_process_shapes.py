@@ -73,12 +73,14 @@ def test_fork_exec_through_cli(runner):
 
 def test_degraded_mode_with_threads_and_forks_never_hangs(runner):
     """Issue 18, defect 1: OSCAR_GUARDS=0 OSCAR_MAP_RESERVE=60000, two threads allocating
-    ~120,000 objects while the main thread forks: degraded mode sets in (one warning), and
-    nothing spins or deadlocks."""
+    ~120,000 objects while the main thread forks: degraded mode sets in (a warning), and
+    nothing spins or deadlocks. (A child forked while a thread of the parent recounted its
+    mappings counts its own and may warn too: it inherited the recount's flag, which stayed
+    set in it for ever before maplimit_fork_child cleared it.)"""
     skip_in_protect_mode("no shadow mappings, so no mapping-limit degraded mode")
     from conftest import MAPPING_LIMIT_WARNING
     expected = runner.glibc("degraded_fork_threads")
     res = runner.oscar("degraded_fork_threads", timeout=SLOW_TIMEOUT,
                        env={"OSCAR_GUARDS": "0", "OSCAR_MAP_RESERVE": "60000"})
     assert_same_output(res, expected, allowed_warnings=[MAPPING_LIMIT_WARNING])
-    assert len(res.oscar_lines()) == 1, "degraded mode never set in\n" + res.describe()
+    assert len(res.oscar_lines()) >= 1, "degraded mode never set in\n" + res.describe()
