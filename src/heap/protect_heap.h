@@ -130,11 +130,11 @@ int ph_trim(void);
 void ph_release_slots(size_t page, const uint64_t *bits, unsigned nwords);
 /* Release a large object whose head is page (state CAND): its run becomes free. */
 void ph_release_large(size_t page);
-/* Quarantine accounting after a mark: bytes released, bytes still referenced; mark_ns, how
- * long the mark took (stop and release: the next one is paced by it). */
 /* A mark could not stop the world: the next waits (10 ms, doubling with each failure in a
  * row, at most 1 s). */
 void ph_mark_failed(void);
+/* Quarantine accounting after a mark: bytes released, bytes still referenced; mark_ns, how
+ * long the mark took (stop and release: the next one is paced by it). */
 void ph_after_mark(uint64_t released_bytes, uint64_t held_bytes, uint64_t released_objects,
                    uint64_t held_objects, uint64_t mark_ns);
 /* The quarantine is far past its trigger (URGENT times it) while a concurrent mark runs: the

@@ -349,29 +349,6 @@ static int open_read(const char *path, int *fd) {
     return 0;
 }
 
-int os_count_lines(const char *path, long *lines) {
-    int fd, err = open_read(path, &fd);
-    if (err)
-        return err;
-    char buf[4096];
-    long count = 0;
-    for (;;) {
-        os_count(OS_CALL_OTHER);
-        long n = sys6(SYS_read, fd, (long)buf, sizeof buf, 0, 0, 0);
-        if (n == -EINTR)
-            continue;
-        if (n <= 0) {
-            err = err_of(n);
-            break;
-        }
-        for (long i = 0; i < n; i++)
-            count += buf[i] == '\n';
-    }
-    os_close(fd);
-    *lines = count;
-    return err;
-}
-
 int os_read_long(const char *path, long *value) {
     int fd, err = open_read(path, &fd);
     if (err)

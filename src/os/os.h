@@ -94,17 +94,15 @@ int os_write_all(int fd, const void *buf, size_t len);
 int os_open_write(const char *path, int *fd);
 /* The same, appending (reports: several in one process must all stay). */
 int os_open_append(const char *path, int *fd);
-/* Count the lines of a /proc file (e.g. /proc/self/maps) with a stack buffer. */
-int os_count_lines(const char *path, long *lines);
 /* Read a small decimal number from a file such as /proc/sys/vm/max_map_count. */
 int os_read_long(const char *path, long *value);
 /* Map a whole file read-only (for reading symbol tables in reports); os_unmap it after. */
 void *os_map_file(const char *path, size_t *len, int *err);
 /* readlink into buf (NUL-terminated, truncated to fit); length or -errno. */
 long os_readlink(const char *path, char *buf, size_t cap);
-/* Page faults of the process so far (getrusage). */
 /* A path's link count (stat: no descriptor). 0 or an errno. */
 int os_stat_nlink(const char *path, uint64_t *nlink);
+/* Page faults of the process so far (getrusage). */
 int os_page_faults(uint64_t *minor, uint64_t *major);
 /* A "Name:   N kB" field of /proc/self/status, in bytes. */
 int os_status_bytes(const char *field, uint64_t *bytes);

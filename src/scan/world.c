@@ -444,12 +444,18 @@ static bool blocks_park(long tid) {
     return (mask >> (world_state.sig - 1)) & 1;
 }
 
-/* Has the process's first thread left with pthread_exit (a zombie until the last thread is
- * gone: it never parks, and tgkill does not say ESRCH for it)? Its memory is gone:
- * /proc/self/exe with it. No descriptor taken. */
-static bool leader_gone(int pid) {
+/* Has the process's first thread left with pthread_exit? The kernel keeps it, a zombie
+ * without memory (it never parks, and tgkill does not say ESRCH for it), until the last
+ * thread is gone, and its /proc/self/exe is gone with its memory (ENOENT). No descriptor
+ * taken (a thread of the program's may be opening one). */
+static bool first_thread_exited(void) {
     char buf[8];
-    if (os_readlink("/proc/self/exe", buf, sizeof buf) != -ENOENT)
+    return os_readlink("/proc/self/exe", buf, sizeof buf) == -ENOENT;
+}
+
+/* first_thread_exited, remembered for pid: its stops never ask that thread again. */
+static bool leader_gone(int pid) {
+    if (!first_thread_exited())
         return false;
     world_state.zombie_leader = pid;
     return true;
@@ -496,12 +502,9 @@ static void release_parked(uint32_t epoch) {
 }
 
 bool world_only_own_threads(unsigned own) {
-    /* The process's first thread called pthread_exit: the kernel keeps it, a zombie without
-     * memory, until the last thread is gone, and its /proc/self/exe is gone (ENOENT). Then
-     * /proc/self/task's link count is 2 + every thread, the zombie included. Neither call
-     * takes a descriptor (a thread of the program's may be opening one). */
-    char buf[8];
-    if (os_readlink("/proc/self/exe", buf, sizeof buf) != -ENOENT) /* (leader_gone's test) */
+    /* Then /proc/self/task's link count is 2 + every thread, the zombie included (stat: no
+     * descriptor either). */
+    if (!first_thread_exited())
         return false;
     uint64_t nlink;
     return os_stat_nlink("/proc/self/task", &nlink) == 0 && nlink >= 3 && nlink - 3 <= own;
