@@ -123,6 +123,17 @@ static inline __attribute__((unused)) int churn_for(uintptr_t masked, double sec
 /* The shapes whose pointer a thread keeps moving: the object, its pointer in *start (unless
  * control), `mover` started; churn for held_secs; *stop set (the mover clears the pointer
  * where it is and returns), joined; churn for released_secs; report. */
+static void *(*moved_by)(void *);
+
+/* The mover, then its dead stack cleared: an exited thread's stack stays mapped (glibc keeps
+ * it for the next thread), and a copy of the pointer left there below the mover's frames (a
+ * park signal's frame that caught it in a register) would keep the object, released. */
+static inline __attribute__((unused)) void *run_mover(void *arg) {
+    moved_by(arg);
+    clear_stack();
+    return NULL;
+}
+
 static inline __attribute__((unused)) void check_moved_by(void *volatile *start,
                                                          void *(*mover)(void *),
                                                          atomic_int *stop, double held_secs,
@@ -133,7 +144,8 @@ static inline __attribute__((unused)) void check_moved_by(void *volatile *start,
     free_object(m);
     clear_stack();
     pthread_t t;
-    pthread_create(&t, NULL, mover, NULL);
+    moved_by = mover;
+    pthread_create(&t, NULL, run_mover, NULL);
     int held = churn_for(m, held_secs);
     atomic_store(stop, 1);
     pthread_join(t, NULL);
