@@ -40,6 +40,7 @@ struct sample_record {
 
 int64_t sample_rate;           /* set once by sample_init, at init */
 uintptr_t sample_lo, sample_hi; /* set once by sample_init, at init */
+uintptr_t sample_reserved_lo, sample_reserved_hi;
 /* The sampled objects' state (per thread: rng, below, TLS). */
 static struct {
     /* The ring of records (SAMPLE_RECORDS), allocated once by sample_init; an entry is taken
@@ -188,6 +189,8 @@ int sample_init(void) {
     sample_state.nslots = nslots;
     sample_lo = align_up((uintptr_t)lo, CHUNK_BYTES); /* (chunks on 2 MiB: whole page tables) */
     sample_hi = sample_lo + bytes;
+    sample_reserved_lo = (uintptr_t)lo;
+    sample_reserved_hi = (uintptr_t)lo + bytes + CHUNK_BYTES;
     sample_state.guards = os_guards_usable() && options_int(OPT_GUARDS);
     if (sample_state.guards && make_ready(0) &&
         !guards_seen_by_pagemap(page_of(0) + OSCAR_PAGE)) {

@@ -35,7 +35,11 @@
 #define SAMPLE_LIVE_MAX 4096     /* sampled objects live at once, at most */
 
 extern int64_t sample_rate;          /* OSCAR_SAMPLE_RATE; 0: off */
-extern uintptr_t sample_lo, sample_hi; /* the reservation, [lo, hi); 0, 0 when off */
+extern uintptr_t sample_lo, sample_hi; /* the pool, [lo, hi); 0, 0 when off */
+/* The whole reservation, the pool and its alignment slack: none of it is a root but the
+ * sampled objects' own pages (a mark that took the PROT_NONE rest for the program's walked
+ * its page tables, 4 TiB, at every mark). */
+extern uintptr_t sample_reserved_lo, sample_reserved_hi;
 
 /* Reserve the pool; 0 or an errno (sampling then stays off). */
 int sample_init(void);

@@ -447,7 +447,7 @@ static int root_line(const struct maps_line *m, void *argv) {
     w->hidden = m->perms[0] != 'r';
     w->prot = (m->perms[1] == 'w' ? PROT_WRITE : 0) | (m->perms[2] == 'x' ? PROT_EXEC : 0);
     if (w->hidden && (file || follows_file || m->path[0] == '/' ||
-                      (m->lo >= sample_lo && m->hi <= sample_hi)))
+                      (m->lo >= sample_reserved_lo && m->hi <= sample_reserved_hi)))
         return 0;
     /* Read-only: a file's text and constants hold no heap pointer; anonymous memory may (a
      * table the program sealed with mprotect). */
