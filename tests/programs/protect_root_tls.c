@@ -17,6 +17,7 @@ static void *holder(void *arg) {
     write(pipe_ready[1], &c, 1);
     read(pipe_go[0], &c, 1); /* blocked here during the first churn */
     hold = NULL;
+    clear_stack(); /* (a park signal's frame below may hold a stale register copy of it) */
     return NULL;
 }
 

@@ -564,6 +564,11 @@ def report(glibc, oscar, known, out=sys.stdout):
         print("  OSCAR REPORT %s:\n%s" % (f, text[:4000]), file=out)
     for f, line in oscar.oscar_lines[:50]:
         print("  OSCAR LINE %s: %s" % (f, line), file=out)
+    # Seconds per unit, slowest first (what the CI subset costs, and where).
+    for unit in sorted(glibc.unit_seconds, key=lambda u: -glibc.unit_seconds[u]):
+        print("  seconds %s: glibc %.0f, oscar %.0f" % (unit, glibc.unit_seconds[unit],
+                                                      oscar.unit_seconds.get(unit, 0)),
+              file=out)
     glibc_fail = sorted(k for k, v in glibc.results.items() if v == "err")
     for key in glibc_fail:
         print("  glibc fails too: %s | %s" % key, file=out)
