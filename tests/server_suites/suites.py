@@ -281,9 +281,13 @@ def compare(glibc, oscar, known=None):
 
 
 def absent_counts(glibc, oscar):
-    """{unit: (tests only under glibc, tests only under Oscar)}, passed or skipped ones."""
+    """{unit: (tests only under glibc, tests only under Oscar)}, passed or skipped ones, of
+    the units both ran (the CI test runs under glibc only the units that failed under Oscar)."""
     counts = collections.defaultdict(lambda: [0, 0])
+    both = {k[0] for k in glibc.results} & {k[0] for k in oscar.results}
     for key in set(glibc.results) ^ set(oscar.results):
+        if key[0] not in both:
+            continue
         counts[key[0]][0 if key in glibc.results else 1] += 1
     return {k: tuple(v) for k, v in sorted(counts.items())}
 
@@ -565,10 +569,10 @@ def report(glibc, oscar, known, out=sys.stdout):
     for f, line in oscar.oscar_lines[:50]:
         print("  OSCAR LINE %s: %s" % (f, line), file=out)
     # Seconds per unit, slowest first (what the CI subset costs, and where).
-    for unit in sorted(glibc.unit_seconds, key=lambda u: -glibc.unit_seconds[u]):
-        print("  seconds %s: glibc %.0f, oscar %.0f" % (unit, glibc.unit_seconds[unit],
-                                                      oscar.unit_seconds.get(unit, 0)),
-              file=out)
+    for unit in sorted(oscar.unit_seconds, key=lambda u: -oscar.unit_seconds[u]):
+        print("  seconds %s: oscar %.0f, glibc %s" % (
+            unit, oscar.unit_seconds[unit],
+            "%.0f" % glibc.unit_seconds[unit] if unit in glibc.unit_seconds else "-"), file=out)
     glibc_fail = sorted(k for k, v in glibc.results.items() if v == "err")
     for key in glibc_fail:
         print("  glibc fails too: %s | %s" % key, file=out)
