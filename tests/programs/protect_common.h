@@ -120,9 +120,6 @@ static inline __attribute__((unused)) int churn_for(uintptr_t masked, double sec
     return held;
 }
 
-/* The shapes whose pointer a thread keeps moving: the object, its pointer in *start (unless
- * control), `mover` started; churn for held_secs; *stop set (the mover clears the pointer
- * where it is and returns), joined; churn for released_secs; report. */
 static void *(*moved_by)(void *);
 
 /* The mover, then its dead stack cleared: an exited thread's stack stays mapped (glibc keeps
@@ -134,6 +131,9 @@ static inline __attribute__((unused)) void *run_mover(void *arg) {
     return NULL;
 }
 
+/* The shapes whose pointer a thread keeps moving: the object, its pointer in *start (unless
+ * control), `mover` started; churn for held_secs; *stop set (the mover clears the pointer
+ * where it is and returns), joined; churn for released_secs; report. */
 static inline __attribute__((unused)) void check_moved_by(void *volatile *start,
                                                          void *(*mover)(void *),
                                                          atomic_int *stop, double held_secs,
