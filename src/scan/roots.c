@@ -195,7 +195,8 @@ struct walk {
     const struct root_range *exclude;
     size_t nexclude;
     uintptr_t self_sp;           /* the caller's stack pointer */
-    uintptr_t own_lo, own_hi;    /* a static of liboscar.so: its mappings are not roots */
+    uintptr_t own_lo;            /* a static of liboscar.so: its mappings are not roots */
+    uintptr_t own_end;           /* the end of liboscar.so's data, bss included (page) */
     char own_path[256];          /* liboscar.so's path once seen */
     char last_path[256];         /* the file of the previous mapping, if it ended at last_end */
     uintptr_t last_end;
@@ -414,8 +415,24 @@ static void copy_path(char *dst, const char *src) {
     dst[n] = 0;
 }
 
+static int root_line_of(const struct maps_line *m, struct walk *w);
+
+/* The anonymous memory after liboscar.so's file is its bss up to own_end only: past it lies
+ * the program's memory that the kernel merged into the bss's line or put right after it (a
+ * fresh mmap that fell into a hole there), a root like any anonymous mapping. */
 static int root_line(const struct maps_line *m, void *argv) {
     struct walk *w = argv;
+    if (m->path[0] == 0 && w->last_own && m->lo == w->last_end && m->hi > w->own_end) {
+        struct maps_line rest = *m;
+        rest.lo = m->lo > w->own_end ? m->lo : w->own_end;
+        w->last_path[0] = 0;
+        w->last_own = false;
+        return root_line_of(&rest, w);
+    }
+    return root_line_of(m, w);
+}
+
+static int root_line_of(const struct maps_line *m, struct walk *w) {
     /* A file mapping that may be a loaded object's (whose bss may follow it): private. A
      * shared one is memory of the program's (/dev/zero for MAP_SHARED | MAP_ANONYMOUS, a
      * memfd, /dev/shm): what follows it is no object's bss, nor are its read-only pages. */
@@ -516,6 +533,8 @@ static int root_line(const struct maps_line *m, void *argv) {
 
 /* In liboscar.so's .data (initialised): finds our own writable mappings. */
 static volatile uintptr_t own_marker = 1;
+/* The linker's end of liboscar.so's data and bss (its own, bound inside the library). */
+extern char oscar_data_end[] __asm__("_end") __attribute__((visibility("hidden")));
 static struct walk walk_state; /* (the world is stopped: one walk at a time) */
 
 __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, void *arg,
@@ -535,6 +554,7 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
     w->which = which;
     w->self_sp = stack_from ? stack_from : (uintptr_t)&regs;
     w->own_lo = (uintptr_t)&own_marker;
+    w->own_end = align_up((uintptr_t)oscar_data_end, (uintptr_t)1 << OSCAR_PAGE_SHIFT);
     int err = 0;
     if (which & ROOTS_SHARED) {
         roots_state.nshared = 0;
