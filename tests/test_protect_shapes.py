@@ -40,8 +40,11 @@ SHAPES = [
     ("protect_shape_fresh_pages", []),       # into pages handed out while a mark begins
     ("protect_shape_fresh_mapping", []),     # into a mapping made while a mark runs
     ("protect_shape_fresh_mapping", ["mremap"]),  # ... moved to a new address by mremap
-    ("protect_shape_after_oscar", []),       # in a page merged into liboscar.so's bss
-    ("protect_shape_after_oscar", ["apart"]),  # ... right after it, a line of its own
+    ("protect_shape_after_bss", ["oscar"]),  # in a page merged into liboscar.so's bss
+    ("protect_shape_after_bss", ["oscar", "apart"]),  # ... right after it, a line of its own
+    ("protect_shape_after_bss", ["oscar", "none"]),  # ... made inaccessible for a while
+    ("protect_shape_after_bss", ["libc", "none"]),  # after libc.so.6's bss, inaccessible
+    ("protect_shape_after_bss", ["libc", "readonly"]),  # ... read-only
     ("protect_shape_freed_holder", []),      # in a freed object a root still points to
     ("protect_shape_freed_holder", ["chain"]),  # ... through a chain of two of them
     ("protect_shape_freed_holder", ["large"]),  # ... a large one (64 KiB)

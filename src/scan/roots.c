@@ -459,16 +459,19 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
         return 0;
     if (strcmp(m->path, "anon_inode:[io_uring]") == 0)
         w->rings = w->rings * 1000003 + m->inode + 1;
-    /* Not readable: a loaded object's gaps hold nothing, nor does the sample pool's address
-     * space (a freed sampled object's page is revoked, its contents the program's no more). */
+    /* Not readable: a loaded object's gaps hold nothing (they are its file's, mapped with no
+     * access), nor does the sample pool's address space (a freed sampled object's page is
+     * revoked, its contents the program's no more). Anonymous memory after an object's bss
+     * is the program's, though (a mapping that fell into the hole the loader left there):
+     * read as any (protect_shape_after_bss libc none). */
     w->hidden = m->perms[0] != 'r';
     w->prot = (m->perms[1] == 'w' ? PROT_WRITE : 0) | (m->perms[2] == 'x' ? PROT_EXEC : 0);
-    if (w->hidden && (file || follows_file || m->path[0] == '/' ||
+    if (w->hidden && (file || m->path[0] == '/' ||
                       (m->lo >= sample_reserved_lo && m->hi <= sample_reserved_hi)))
         return 0;
     /* Read-only: a file's text and constants hold no heap pointer; anonymous memory may (a
-     * table the program sealed with mprotect). */
-    if (m->perms[1] != 'w' && (file || follows_file || m->path[0] == '/'))
+     * table the program sealed with mprotect), wherever it lies. */
+    if (m->perms[1] != 'w' && (file || m->path[0] == '/'))
         return 0;
     /* Shared memory of the program's own is a root (a memfd, POSIX shm in /dev/shm,
      * MAP_SHARED | MAP_ANONYMOUS as /dev/zero); Oscar's own memfds (the canonical heap, the
