@@ -113,6 +113,13 @@ int os_proc_value(const char *path, const char *field, uint64_t *value);
 /* Bytes of a file actually backed by memory (st_blocks): sparse holes count nothing. */
 int os_file_resident(int fd, uint64_t *bytes);
 long os_gettid(void);
+/* The calling thread's thread pointer: its TCB, which glibc places at the top of the stack
+ * block it made for the thread (x86-64 ABI: %fs:0 holds its own address). */
+static inline uintptr_t os_thread_pointer(void) {
+    uintptr_t tp;
+    __asm__("movq %%fs:0, %0" : "=r"(tp));
+    return tp;
+}
 int os_getpid(void);
 /* The CPUs this thread may run on (sched_getaffinity; 1 if it cannot say). */
 unsigned os_cpu_count(void);

@@ -81,7 +81,10 @@ static struct {
     /* Not roots: the heap and all of Oscar's metadata (not_roots: whichever thread holds
      * `marking`; static, not on the stack: ph.lo is the address of the heap's first object). */
     struct root_range ex[1 + OS_META_RANGES_MAX];
+    void *stack; /* MARK_STACK bytes: a synchronous mark's frames (mark_here), made once */
 } mark_state;
+
+#define MARK_STACK (512UL << 10)
 
 #define DANGLING_MAX_LINES 64 /* per mark */
 /* The team (scan/team.h): a chunk of 4 pages is 256 KiB, read in ~0.1 ms (a helper's wake-up
@@ -929,12 +932,38 @@ __asm__(".text\n"
         "\tret\n"
         ".size mark_run, .-mark_run\n");
 
+/* call_on_stack: fn(arg) with the stack pointer at top (16-byte aligned), then back. The
+ * frame-pointer chain goes on into the caller's stack. */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl call_on_stack\n"
+        ".hidden call_on_stack\n"
+        ".type call_on_stack, @function\n"
+        "call_on_stack:\n"
+        "\tpush %rbp\n"
+        "\tmov %rsp, %rbp\n"
+        "\tmov %rdx, %rsp\n"
+        "\tpush %rbp\n"
+        "\tpush %rbp\n"
+        "\tmov %rdi, %rax\n"
+        "\tmov %rsi, %rdi\n"
+        "\tcall *%rax\n"
+        "\tmov %rbp, %rsp\n"
+        "\tpop %rbp\n"
+        "\tret\n"
+        ".size call_on_stack, .-call_on_stack\n");
+void call_on_stack(void (*fn)(void *), void *arg, void *top) __attribute__((visibility("hidden")));
+
 void mark_body(const uintptr_t *saved);
 static int mark_body_locked(const uintptr_t *saved, bool open_tracking);
 static bool concurrent_request(void);
 static bool called_from_outside_libc(void);
 static int open_trackers(void);
 static void note_stop(uint64_t stop_ns);
+
+static void mark_here_body(void *saved) {
+    mark_body_locked(saved, false);
+}
 
 /* The synchronous mark, on the calling thread, the world stopped throughout pass 1. */
 static void mark_here(const uintptr_t *saved) {
@@ -952,7 +981,17 @@ static void mark_here(const uintptr_t *saved) {
         return;
     }
     in_mark = 1;
-    mark_body_locked(saved, false);
+    /* On a stack of Oscar's (metadata, no root): the program's stack may be a coroutine's,
+     * small, and beside another one's in one mapping, which the mark then reads whole (and
+     * would find its own frames there, and could overflow into the other). */
+    if (!mark_state.stack) {
+        int err;
+        mark_state.stack = os_alloc_meta(MARK_STACK, &err);
+    }
+    if (mark_state.stack)
+        call_on_stack(mark_here_body, (void *)saved, (char *)mark_state.stack + MARK_STACK);
+    else
+        mark_here_body((void *)saved);
     in_mark = 0;
     atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
     os_sigprocmask(SIG_SETMASK, &old, NULL); /* (after: a pending handler may fork) */

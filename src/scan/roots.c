@@ -195,6 +195,9 @@ struct walk {
     const struct root_range *exclude;
     size_t nexclude;
     uintptr_t self_sp;           /* the caller's stack pointer */
+    uintptr_t self_tp;           /* ... and its thread pointer */
+    uintptr_t below_hi;          /* the end of the line before, and was it a guard (---)? */
+    bool below_guard;
     uintptr_t own_lo;            /* a static of liboscar.so: its mappings are not roots */
     uintptr_t own_end;           /* the end of liboscar.so's data, bss included (page) */
     char own_path[256];          /* liboscar.so's path once seen */
@@ -422,14 +425,29 @@ static int root_line_of(const struct maps_line *m, struct walk *w);
  * fresh mmap that fell into a hole there), a root like any anonymous mapping. */
 static int root_line(const struct maps_line *m, void *argv) {
     struct walk *w = argv;
+    int r;
     if (m->path[0] == 0 && w->last_own && m->lo == w->last_end && m->hi > w->own_end) {
         struct maps_line rest = *m;
         rest.lo = m->lo > w->own_end ? m->lo : w->own_end;
         w->last_path[0] = 0;
         w->last_own = false;
-        return root_line_of(&rest, w);
+        r = root_line_of(&rest, w);
+    } else {
+        r = root_line_of(m, w);
     }
-    return root_line_of(m, w);
+    w->below_hi = m->hi;
+    w->below_guard = m->perms[0] == '-' && m->perms[1] == '-' && m->perms[2] == '-';
+    return r;
+}
+
+/* May a thread's stack pointer in m cut the dead stack below it? Only where m is that
+ * thread's stack and nothing else: the main [stack], or a stack glibc made for a thread (a
+ * guard right below it, the thread's TCB at its top: tp inside). Elsewhere memory below the
+ * stack pointer may be live: another coroutine's stack carved from the same mapping, or a
+ * mapping of the program's the kernel merged with the stack (protect_shape_coroutine). */
+static bool stack_of(const struct maps_line *m, const struct walk *w, uintptr_t tp) {
+    return starts_with(m->path, "[stack") ||
+           (w->below_guard && w->below_hi == m->lo && tp >= m->lo && tp < m->hi);
 }
 
 static int root_line_of(const struct maps_line *m, struct walk *w) {
@@ -512,12 +530,12 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
                 lo = t->sp - 128 < hi ? t->sp - 128 : hi;
             emit(w, lo, hi, ROOT_ALTSTACK, "altstack");
         }
-        if (!on_alt && t->sp >= m->lo && t->sp < m->hi && plain_stack) {
+        if (!on_alt && t->sp >= m->lo && t->sp < m->hi && plain_stack && stack_of(m, w, t->tp)) {
             stack = true;
             from = t->sp - 128 > m->lo ? t->sp - 128 : m->lo;
         }
     }
-    if (w->self_sp >= m->lo && w->self_sp < m->hi && plain_stack) {
+    if (w->self_sp >= m->lo && w->self_sp < m->hi && plain_stack && stack_of(m, w, w->self_tp)) {
         stack = true;
         from = w->self_sp;
     }
@@ -556,6 +574,7 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
     w->nexclude = nexclude;
     w->which = which;
     w->self_sp = stack_from ? stack_from : (uintptr_t)&regs;
+    w->self_tp = os_thread_pointer();
     w->own_lo = (uintptr_t)&own_marker;
     w->own_end = align_up((uintptr_t)oscar_data_end, (uintptr_t)1 << OSCAR_PAGE_SHIFT);
     int err = 0;

@@ -208,6 +208,7 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
     s->t.sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     s->t.regs_lo = (uintptr_t)uc;
     s->t.regs_hi = frame_end(uc);
+    s->t.tp = os_thread_pointer();
     stack_t ss;
     if (os_sigaltstack_get(&ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size) {
         s->t.altstack_lo = (uintptr_t)ss.ss_sp;

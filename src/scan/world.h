@@ -23,6 +23,7 @@ struct world_thread {
     uintptr_t stack_lo, stack_hi;       /* the mapping that holds sp ([lo, hi)) */
     uintptr_t altstack_lo, altstack_hi; /* its sigaltstack, if one is set (else 0, 0) */
     uintptr_t regs_lo, regs_hi;         /* where its saved registers (ucontext) lie */
+    uintptr_t tp;                       /* its thread pointer (os_thread_pointer) */
 };
 
 int world_init(void);                 /* installs the park handler; 0 or -errno */
