@@ -177,6 +177,7 @@ static struct {
     uintptr_t hidden_buf[8192];
     struct wtrack_run present[64];
     atomic_bool hook_set;          /* the fault hook is registered: atomic, set once */
+    atomic_bool switches_context;  /* roots_note_context_switch: set once, any thread */
 } roots_state;
 
 void maps_find_stacks(struct world_thread *const *t, size_t n) {
@@ -442,10 +443,19 @@ static int root_line(const struct maps_line *m, void *argv) {
 
 /* May a thread's stack pointer in m cut the dead stack below it? Only where m is that
  * thread's stack and nothing else: the main [stack], or a stack glibc made for a thread (a
- * guard right below it, the thread's TCB at its top: tp inside). Elsewhere memory below the
- * stack pointer may be live: another coroutine's stack carved from the same mapping, or a
- * mapping of the program's the kernel merged with the stack (protect_shape_coroutine). */
+ * guard right below it, the thread's TCB at its top: tp inside), and only in a program that
+ * never switched contexts. Elsewhere memory below the stack pointer may be live: another
+ * coroutine's stack carved from the same mapping, a mapping of the program's the kernel
+ * merged with the stack, or the frames of a context suspended below a coroutine's stack
+ * that is an array of the thread's (protect_shape_coroutine, onstack). */
+void roots_note_context_switch(void) {
+    if (!atomic_load_explicit(&roots_state.switches_context, memory_order_relaxed))
+        atomic_store(&roots_state.switches_context, true);
+}
+
 static bool stack_of(const struct maps_line *m, const struct walk *w, uintptr_t tp) {
+    if (atomic_load_explicit(&roots_state.switches_context, memory_order_relaxed))
+        return false; /* (below a coroutine's stack pointer may lie live frames) */
     return starts_with(m->path, "[stack") ||
            (w->below_guard && w->below_hi == m->lo && tp >= m->lo && tp < m->hi);
 }

@@ -24,6 +24,10 @@ typedef void (*roots_fn)(uintptr_t lo, uintptr_t hi, enum root_kind kind, const 
  * this call's frame, its callee-saved registers spilled there. */
 int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, size_t nexclude,
                    uintptr_t stack_from);
+/* The program switches stacks with ucontext (export/export_context.c): from now on a stack
+ * pointer no longer cuts the dead stack below it, since that may be the live frames of a
+ * suspended context (a coroutine whose stack is an array in a frame of the thread's own). */
+void roots_note_context_switch(void);
 /* Which roots roots_for_each_of reports: a snapshot mark (scan/snapshot.h) reads private
  * memory in a copy-on-write child of the process, and shared memory and what the kernel
  * holds (which a child would see live, not as they were) in the parent, while it is stopped. */

@@ -3,7 +3,9 @@
  * above it in the same anonymous mapping (stacks carved from one mmap with no guard between
  * them, or two mmaps the kernel merged into one line): a mark that reads a mapping holding
  * a thread's stack pointer only from that pointer up misses the suspended one below it.
- * The coroutine keeps the address in its stack alone (made in memory by an xor; its saved
+ * With "onstack" the running coroutine's stack is an array in main's frame, and the pointer
+ * lies in a frame of the suspended main context, below that array in the process's [stack].
+ * The holder keeps the address in its stack alone (made in memory by an xor; its saved
  * registers hold none). See protect_common.h. */
 #define _GNU_SOURCE
 #include "protect_common.h"
@@ -40,8 +42,30 @@ static void make(ucontext_t *ctx, char *stack, void (*fn)(void)) {
     makecontext(ctx, fn, 0);
 }
 
+/* "onstack": called by main, below its array; holds the pointer while the runner churns. */
+__attribute__((noinline)) static void hold_below(void) {
+    volatile uintptr_t local = control ? 0 : masked;
+    if (!control)
+        __asm__ volatile("xorq %1, (%0)" : : "r"(&local), "r"(MASK) : "memory");
+    free_object(masked);
+    clear_stack();
+    swapcontext(&main_ctx, &runner_ctx); /* churn on the array above this frame */
+    local = 0;
+}
+
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "onstack") == 0) {
+        static char *volatile keep;
+        char array[STACK] __attribute__((aligned(16)));
+        keep = array;
+        make(&runner_ctx, array, runner);
+        masked = make_object();
+        hold_below();
+        clear_stack();
+        report(held, churn(masked, ROUNDS));
+        return 0;
+    }
     char *stacks = mmap(NULL, 2 * STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                         -1, 0);
     if (stacks == MAP_FAILED)
