@@ -18,12 +18,17 @@ SHAPES = [
     ("protect_shape_readonly", ["aftershared"]),  # ... right after a shared anonymous one
     ("protect_shape_readonly", ["none"]),    # ... made inaccessible (PROT_NONE) for a while
     ("protect_shape_readonly", ["nonebig"]),  # ... in a 256 MiB inaccessible reservation
+    ("protect_shape_readonly", ["file"]),    # a file's page mapped privately, written, sealed
+    ("protect_shape_readonly", ["file", "none"]),  # ... made inaccessible for a while
+    ("protect_shape_readonly", ["file", "readonlybig"]),  # ... in 256 MiB of it sealed whole
     ("protect_shape_shared", ["memfd"]),     # the program's own memfd, MAP_SHARED
     ("protect_shape_shared", ["shm"]),       # POSIX shared memory (/dev/shm)
     ("protect_shape_shared", ["anon"]),      # MAP_SHARED | MAP_ANONYMOUS
     ("protect_shape_shared", ["file"]),      # a file of the program's, MAP_SHARED
     ("protect_shape_shared", ["fileprivate"]),  # ... MAP_PRIVATE, written
     ("protect_shape_shared", ["sysv"]),      # a System V shared memory segment
+    ("protect_shape_shared", ["memfd", "sealed"]),  # ... shared memory made read-only
+    ("protect_shape_shared", ["fileprivate", "sealed"]),  # ... a written private file page
     ("protect_shape_shared", ["hugetlb"]),   # huge pages of the kernel's pool, private
     ("protect_shape_shared", ["hugetlbshared"]),  # ... shared
     ("protect_shape_other_process", []),     # moved between two shared pages by a child

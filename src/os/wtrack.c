@@ -24,6 +24,7 @@ struct pm_scan_arg {
 #define PM_SCAN_WP_MATCHING (1ULL << 0)
 #define PM_SCAN_CHECK_WPASYNC (1ULL << 1)
 #define PAGE_IS_WRITTEN (1ULL << 1)
+#define PAGE_IS_FILE (1ULL << 2)
 #define PAGE_IS_PRESENT (1ULL << 3)
 #define PAGE_IS_SWAPPED (1ULL << 4)
 
@@ -103,13 +104,16 @@ long wtrack_written(int pagemap_fd, uintptr_t *from, uintptr_t hi, struct wtrack
 }
 
 long wtrack_present(int pagemap_fd, uintptr_t *from, uintptr_t hi, struct wtrack_run *runs,
-                    size_t max) {
+                    size_t max, bool copied) {
     struct pm_scan_arg a = {
         .size = sizeof a,
         .start = *from,
         .end = hi,
         .vec = (uint64_t)(uintptr_t)runs,
         .vec_len = max,
+        /* (copied: PAGE_IS_FILE inverted and required, so absent) */
+        .category_inverted = copied ? PAGE_IS_FILE : 0,
+        .category_mask = copied ? PAGE_IS_FILE : 0,
         .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
         .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
     };

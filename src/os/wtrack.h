@@ -45,9 +45,11 @@ long wtrack_written(int pagemap_fd, uintptr_t *from, uintptr_t hi, struct wtrack
                     size_t max, bool reprotect);
 /* Pages of [*from, hi) present or swapped out, in runs, as wtrack_written (without any
  * tracker: PAGEMAP_SCAN, Linux 6.7+, which skips the empty parts of the page tables, so a
- * reservation of terabytes costs little). A negative errno where the kernel has no such call. */
+ * reservation of terabytes costs little). copied: only those that are no file's page (a
+ * private file mapping's pages the process wrote). A negative errno where the kernel has no
+ * such call. */
 long wtrack_present(int pagemap_fd, uintptr_t *from, uintptr_t hi, struct wtrack_run *runs,
-                    size_t max);
+                    size_t max, bool copied);
 /* Close the tracker (if the descriptor is still ours): every page is writable again. */
 void wtrack_close(struct wtrack *t);
 #endif

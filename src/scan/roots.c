@@ -208,6 +208,7 @@ struct walk {
     bool shared;    /* the mapping being reported is shared memory */
     int pagemap_fd; /* /proc/self/pagemap, or -1 */
     bool hidden;    /* ... memory the program cannot read now (PROT_NONE) */
+    bool copied_only; /* ... a file's, sealed: only the program's copies of its pages */
     int prot;       /* ... its protection (PROT_*), as /proc/self/maps says */
     int mem_fd;     /* /proc/self/mem once such memory had pages (-1: not yet; -2: refused) */
     int err;        /* a hidden mapping's pages could not be read: -errno */
@@ -216,15 +217,23 @@ struct walk {
     char name[64];
 };
 
+/* Which pages of a mapping touched_pages reports. */
+enum touch {
+    TOUCH_PRIVATE, /* present or swapped out */
+    TOUCH_SHARED,  /* in the page cache */
+    TOUCH_COPIED,  /* ... of a private file mapping: only the program's own copies (written) */
+};
+
 /* Which pages of [first, first + pages * 4 KiB) may hold a pointer, one byte each in
  * mincore_vec (bit 0). Private memory: pages present or swapped out (/proc/self/pagemap at
  * pagemap_fd): a page never touched holds nothing, but a swapped-out page may hold the only
  * pointer, and mincore would call it absent; a page with a guard marker (bit 58, Linux 6.15+:
- * a sampled object's freed page, heap/sample.h) holds nothing and would fault. Shared memory
+ * a sampled object's freed page, heap/sample.h) holds nothing and would fault. Copied: the
+ * same, less the file's own pages (bit 61), which hold what the file holds. Shared memory
  * (or no pagemap_fd, -1): pages in the page cache (mincore), where a page written through
  * another mapping or by write() lies. 0, or -errno. */
-static int touched_pages(int pagemap_fd, bool shared, uintptr_t first, size_t pages) {
-    if (shared || pagemap_fd < 0)
+static int touched_pages(int pagemap_fd, enum touch touch, uintptr_t first, size_t pages) {
+    if (touch == TOUCH_SHARED || pagemap_fd < 0)
         return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT, roots_state.mincore_vec);
     for (size_t done = 0; done < pages;) {
         size_t n = pages - done < 512 ? pages - done : 512;
@@ -233,10 +242,12 @@ static int touched_pages(int pagemap_fd, bool shared, uintptr_t first, size_t pa
         if (got < (long)(n * sizeof(uint64_t)))
             return os_mincore((void *)first, pages << OSCAR_PAGE_SHIFT,
                               roots_state.mincore_vec);
+        uint64_t file_page = touch == TOUCH_COPIED ? 1ULL << 61 : 0;
         for (size_t i = 0; i < n; i++) /* (a guard marker, bit 58, looks swapped out) */
             roots_state.mincore_vec[done + i] =
                 (unsigned char)((roots_state.pagemap_vec[i] >> 62) & 3 &&
-                                !((roots_state.pagemap_vec[i] >> 58) & 1));
+                                !((roots_state.pagemap_vec[i] >> 58) & 1) &&
+                                !(roots_state.pagemap_vec[i] & file_page));
         done += n;
     }
     return 0;
@@ -244,7 +255,7 @@ static int touched_pages(int pagemap_fd, bool shared, uintptr_t first, size_t pa
 
 /* Calls run(a, b, ctx) for each run of pages of [lo, hi) that may hold a pointer
  * (touched_pages), cut to [lo, hi). */
-static void touched_runs(int pagemap_fd, bool shared, uintptr_t lo, uintptr_t hi,
+static void touched_runs(int pagemap_fd, enum touch touch, uintptr_t lo, uintptr_t hi,
                          void (*run)(uintptr_t a, uintptr_t b, void *ctx), void *ctx) {
     uintptr_t first = lo & ~(OSCAR_PAGE - 1);
     while (first < hi) {
@@ -252,7 +263,7 @@ static void touched_runs(int pagemap_fd, bool shared, uintptr_t lo, uintptr_t hi
         if (pages > sizeof roots_state.mincore_vec)
             pages = sizeof roots_state.mincore_vec;
         uintptr_t end = first + (pages << OSCAR_PAGE_SHIFT);
-        if (touched_pages(pagemap_fd, shared, first, pages) != 0) {
+        if (touched_pages(pagemap_fd, touch, first, pages) != 0) {
             first = end; /* unmapped meanwhile: nothing to read */
             continue;
         }
@@ -333,22 +344,39 @@ static void hidden_run(uintptr_t a, uintptr_t b, void *ctx) {
  * present pages with PAGEMAP_SCAN; without it (Linux < 6.7, or no pagemap), it is not read. */
 #define HIDDEN_PAGEMAP_MAX (64UL << 20)
 
-static void hidden(struct walk *w, uintptr_t lo, uintptr_t hi, struct resident_ctx *c) {
-    if (hi - lo <= HIDDEN_PAGEMAP_MAX) {
-        touched_runs(w->pagemap_fd, false, lo, hi, hidden_run, c); /* (no pagemap: mincore) */
-        return;
-    }
+/* Reports through run the pages of [lo, hi) present or swapped out (w->copied_only: only
+ * the program's copies) with PAGEMAP_SCAN; returns where it stopped: hi, or where the kernel
+ * refused (lo: Linux < 6.7, or no pagemap). */
+static uintptr_t scan_present(struct walk *w, uintptr_t lo, uintptr_t hi,
+                              void (*run)(uintptr_t a, uintptr_t b, void *ctx),
+                              struct resident_ctx *c) {
     if (w->pagemap_fd < 0)
-        return; /* (a process that may not open its own pagemap: mincore, a byte a page, no) */
-    for (uintptr_t from = lo; from < hi && !w->err;) {
+        return lo; /* (a process that may not open its own pagemap) */
+    uintptr_t from = lo;
+    while (from < hi && !w->err) {
+        uintptr_t at = from;
         long n = wtrack_present(w->pagemap_fd, &from, hi, roots_state.present,
-                                sizeof roots_state.present / sizeof roots_state.present[0]);
+                                sizeof roots_state.present / sizeof roots_state.present[0],
+                                w->copied_only);
         if (n < 0)
-            return;
+            return at;
         for (long k = 0; k < n; k++)
-            hidden_run((uintptr_t)roots_state.present[k].lo, (uintptr_t)roots_state.present[k].hi,
-                       c);
+            run((uintptr_t)roots_state.present[k].lo, (uintptr_t)roots_state.present[k].hi, c);
     }
+    return hi;
+}
+
+static enum touch touch_of(const struct walk *w) {
+    return w->shared ? TOUCH_SHARED : w->copied_only ? TOUCH_COPIED : TOUCH_PRIVATE;
+}
+
+static void hidden(struct walk *w, uintptr_t lo, uintptr_t hi, struct resident_ctx *c) {
+    if (hi - lo > HIDDEN_PAGEMAP_MAX && !w->shared)
+        lo = scan_present(w, lo, hi, hidden_run, c);
+    /* Without PAGEMAP_SCAN a big reservation is not read (README, Limitations); the
+     * program's copies of a file's pages are, a pagemap word a page. */
+    if (lo < hi && (hi - lo <= HIDDEN_PAGEMAP_MAX || w->shared || w->copied_only))
+        touched_runs(w->pagemap_fd, touch_of(w), lo, hi, hidden_run, c); /* (no pagemap: mincore) */
 }
 
 /* Reports the pages of [lo, hi) that may hold a pointer, in runs. */
@@ -361,10 +389,15 @@ static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind 
         else
             roots_state.shared_overflow = true;
     }
-    if (w->hidden)
+    if (w->hidden) {
         hidden(w, lo, hi, &c);
-    else
-        touched_runs(w->pagemap_fd, w->shared, lo, hi, resident_run, &c);
+        return;
+    }
+    /* (A big file mapped read-only: its copied pages found in one call, not a word a page.) */
+    if (w->copied_only && hi - lo > HIDDEN_PAGEMAP_MAX)
+        lo = scan_present(w, lo, hi, resident_run, &c);
+    if (lo < hi)
+        touched_runs(w->pagemap_fd, touch_of(w), lo, hi, resident_run, &c);
 }
 
 struct private_ctx {
@@ -389,7 +422,7 @@ void roots_read_private(int pagemap_fd, void (*fn)(uintptr_t lo, uintptr_t hi, v
         return;
     }
     struct private_ctx c = {fn, arg};
-    touched_runs(pagemap_fd, false, lo, hi, private_run, &c);
+    touched_runs(pagemap_fd, TOUCH_PRIVATE, lo, hi, private_run, &c);
 }
 
 /* Cuts the exclude ranges out of [lo, hi), then reports what is left. */
@@ -487,19 +520,25 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
         return 0;
     if (strcmp(m->path, "anon_inode:[io_uring]") == 0)
         w->rings = w->rings * 1000003 + m->inode + 1;
-    /* Not readable: a loaded object's gaps hold nothing (they are its file's, mapped with no
-     * access), nor does the sample pool's address space (a freed sampled object's page is
-     * revoked, its contents the program's no more). Anonymous memory after an object's bss
-     * is the program's, though (a mapping that fell into the hole the loader left there):
-     * read as any (protect_shape_after_bss libc none). */
+    /* Not readable (PROT_NONE) or read-only: the program may have sealed a pointer there
+     * and read it back once it makes the memory readable again. But the sample pool's
+     * address space holds nothing (a freed sampled object's page is revoked, its contents
+     * the program's no more). Of a private file mapping (a loaded object's text, constants
+     * and gaps, or a file of the program's) only the pages the program wrote, its own copies,
+     * can hold a pointer (protect_shape_readonly file): the file's own pages hold what the
+     * file holds. Of a shared one, sealed, nothing is read unless it is memory rather than a
+     * file on disk (a memfd, POSIX or System V shared memory, shared anonymous memory): a
+     * file's content is the file's (README, Limitations). Anonymous memory is read wherever
+     * it lies, after an object's bss too (protect_shape_after_bss libc none). */
     w->hidden = m->perms[0] != 'r';
     w->prot = (m->perms[1] == 'w' ? PROT_WRITE : 0) | (m->perms[2] == 'x' ? PROT_EXEC : 0);
-    if (w->hidden && (file || m->path[0] == '/' ||
-                      (m->lo >= sample_reserved_lo && m->hi <= sample_reserved_hi)))
+    bool sealed = w->hidden || m->perms[1] != 'w';
+    if (w->hidden && m->lo >= sample_reserved_lo && m->hi <= sample_reserved_hi)
         return 0;
-    /* Read-only: a file's text and constants hold no heap pointer; anonymous memory may (a
-     * table the program sealed with mprotect), wherever it lies. */
-    if (m->perms[1] != 'w' && (file || m->path[0] == '/'))
+    w->copied_only = sealed && file;
+    if (sealed && !file && m->path[0] == '/' && !starts_with(m->path, "/memfd:") &&
+        !starts_with(m->path, "/dev/shm/") && !starts_with(m->path, "/SYSV") &&
+        !starts_with(m->path, "/dev/zero"))
         return 0;
     /* Shared memory of the program's own is a root (a memfd, POSIX shm in /dev/shm,
      * MAP_SHARED | MAP_ANONYMOUS as /dev/zero); Oscar's own memfds (the canonical heap, the
@@ -619,7 +658,7 @@ int roots_reread_shared(roots_fn fn, void *arg) {
     struct walk w = {.fn = fn, .arg = arg, .shared = true, .pagemap_fd = -1, .which = ROOTS_SHARED};
     struct resident_ctx c = {&w, ROOT_MAPPING, "shared memory"};
     for (size_t i = 0; i < roots_state.nshared; i++)
-        touched_runs(-1, true, roots_state.shared[i].lo, roots_state.shared[i].hi, resident_run,
+        touched_runs(-1, TOUCH_SHARED, roots_state.shared[i].lo, roots_state.shared[i].hi, resident_run,
                      &c);
     return 0;
 }

@@ -4,7 +4,8 @@
  * in a private mapping of that file ("fileprivate": written, so the page is the process's own
  * copy), or "sysv" (a System V segment, shmget + shmat, removed once attached), or huge pages
  * of the kernel's pool ("hugetlb", "hugetlbshared": MAP_HUGETLB, 2 MiB; "unsupported" where
- * the pool is empty). Still a root. See protect_common.h. */
+ * the pool is empty). Still a root. With "sealed" after it, the page is made read-only
+ * while the object is freed (shared memory the program seals). See protect_common.h. */
 #define _GNU_SOURCE
 #include "protect_common.h"
 #include <errno.h>
@@ -63,6 +64,19 @@ int main(int argc, char **argv) {
         }
         page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         close(fd);
+    }
+    if (argc > 2 && strcmp(argv[2], "sealed") == 0) {
+        uintptr_t m = make_object();
+        page[3] = control ? NULL : (void *)(m ^ MASK);
+        mprotect(page, 4096, PROT_READ);
+        free_object(m);
+        clear_stack();
+        int held = churn(m, ROUNDS);
+        mprotect(page, 4096, PROT_READ | PROT_WRITE);
+        page[3] = NULL;
+        clear_stack();
+        report(held, churn(m, ROUNDS));
+        return 0;
     }
     check_held_in((void *volatile *)&page[3]);
     return 0;
