@@ -178,6 +178,7 @@ static struct {
     struct wtrack_run present[64];
     atomic_bool hook_set;          /* the fault hook is registered: atomic, set once */
     atomic_bool switches_context;  /* roots_note_context_switch: set once, any thread */
+    atomic_bool seals;             /* roots_note_sealed: set once, any thread */
 } roots_state;
 
 void maps_find_stacks(struct world_thread *const *t, size_t n) {
@@ -481,6 +482,11 @@ static int root_line(const struct maps_line *m, void *argv) {
  * coroutine's stack carved from the same mapping, a mapping of the program's the kernel
  * merged with the stack, or the frames of a context suspended below a coroutine's stack
  * that is an array of the thread's (protect_shape_coroutine, onstack). */
+void roots_note_sealed(void) {
+    if (!atomic_load_explicit(&roots_state.seals, memory_order_relaxed))
+        atomic_store(&roots_state.seals, true);
+}
+
 void roots_note_context_switch(void) {
     if (!atomic_load_explicit(&roots_state.switches_context, memory_order_relaxed))
         atomic_store(&roots_state.switches_context, true);
@@ -526,7 +532,8 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
      * the program's no more). Of a private file mapping (a loaded object's text, constants
      * and gaps, or a file of the program's) only the pages the program wrote, its own copies,
      * can hold a pointer (protect_shape_readonly file): the file's own pages hold what the
-     * file holds. Of a shared one, sealed, nothing is read unless it is memory rather than a
+     * file holds; and only once the program has sealed memory itself (roots_note_sealed:
+     * before, they are the loader's relocations). Of a shared one, sealed, nothing is read unless it is memory rather than a
      * file on disk (a memfd, POSIX or System V shared memory, shared anonymous memory): a
      * file's content is the file's (README, Limitations). Anonymous memory is read wherever
      * it lies, after an object's bss too (protect_shape_after_bss libc none). */
@@ -536,6 +543,8 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
     if (w->hidden && m->lo >= sample_reserved_lo && m->hi <= sample_reserved_hi)
         return 0;
     w->copied_only = sealed && file;
+    if (w->copied_only && !atomic_load_explicit(&roots_state.seals, memory_order_relaxed))
+        return 0;
     if (sealed && !file && m->path[0] == '/' && !starts_with(m->path, "/memfd:") &&
         !starts_with(m->path, "/dev/shm/") && !starts_with(m->path, "/SYSV") &&
         !starts_with(m->path, "/dev/zero"))

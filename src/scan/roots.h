@@ -28,6 +28,11 @@ int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, siz
  * pointer no longer cuts the dead stack below it, since that may be the live frames of a
  * suspended context (a coroutine whose stack is an array in a frame of the thread's own). */
 void roots_note_context_switch(void);
+/* The program took write access away from memory (mprotect, pkey_mprotect; the wrappers in
+ * export/export_mprotect.c): from now on the pages it wrote in a private file mapping made
+ * read-only or inaccessible are roots. Before, the only such copies are the loader's
+ * relocations, which point at no heap object (and cost a tiny heap's mark a third more). */
+void roots_note_sealed(void);
 /* Which roots roots_for_each_of reports: a snapshot mark (scan/snapshot.h) reads private
  * memory in a copy-on-write child of the process, and shared memory and what the kernel
  * holds (which a child would see live, not as they were) in the parent, while it is stopped. */
