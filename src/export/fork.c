@@ -283,6 +283,7 @@ static void child_common(bool libc_fork) {
     keep_after_fork_child();
     reclaim_unlock();
     deferred_unlock();
+    deferred_fork_child();
     canon_unlock_all();
     thread_unlock_registry();
     if (!libc_fork)

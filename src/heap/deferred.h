@@ -15,4 +15,5 @@ bool deferred_push(uintptr_t page);
 void deferred_drain(void);
 void deferred_lock(void);
 void deferred_unlock(void);
+void deferred_fork_child(void); /* after deferred_unlock in a fork's child */
 #endif
