@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define MASK ((uintptr_t)0x5a5a5a5a5a5a5a5aULL)
@@ -151,6 +152,23 @@ static inline __attribute__((unused)) void check_moved_by(void *volatile *start,
     pthread_join(t, NULL);
     clear_stack();
     report(held, churn_for(m, released_secs));
+}
+
+/* check_held_in, with [seal, seal + len) given protection prot while the object is freed
+ * and churned (a page the program seals: read-only or inaccessible), then made writable
+ * again before the slot is cleared. */
+__attribute__((noinline, unused)) static void check_sealed_in(void *volatile *slot, void *seal,
+                                                              size_t len, int prot) {
+    uintptr_t m = make_object();
+    *slot = control ? NULL : (void *)(m ^ MASK);
+    mprotect(seal, len, prot);
+    free_object(m);
+    clear_stack();
+    int held = churn(m, ROUNDS);
+    mprotect(seal, len, PROT_READ | PROT_WRITE);
+    *slot = NULL;
+    clear_stack();
+    report(held, churn(m, ROUNDS));
 }
 
 /* The plain check, the pointer held at *slot (a global, a live heap object, a mapping of the

@@ -98,16 +98,9 @@ int main(int argc, char **argv) {
         unsupported("the address after the object's data is taken");
     if (has(argc, argv, "apart") && madvise((void *)page, 4096, MADV_DONTDUMP) != 0)
         unsupported("madvise(MADV_DONTDUMP) refused");
-    uintptr_t m = make_object();
-    page[5] = control ? NULL : (void *)(m ^ MASK);
     if (prot >= 0)
-        mprotect((void *)page, 4096, prot);
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    mprotect((void *)page, 4096, PROT_READ | PROT_WRITE);
-    page[5] = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
+        check_sealed_in(&page[5], (void *)page, 4096, prot);
+    else
+        check_held_in(&page[5]);
     return 0;
 }

@@ -48,18 +48,9 @@ int main(int argc, char **argv) {
                              MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
         return 2;
     void **page = (void **)(two + (big ? 100UL << 20 : 4096));
-    uintptr_t m = make_object();
-    page[7] = control ? NULL : (void *)(m ^ MASK);
     if (big)
-        mprotect(two, len, big_ro ? PROT_READ : PROT_NONE);
+        check_sealed_in((void *volatile *)&page[7], two, len, big_ro ? PROT_READ : PROT_NONE);
     else
-        mprotect(page, 4096, none ? PROT_NONE : PROT_READ);
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    mprotect(page, 4096, PROT_READ | PROT_WRITE);
-    page[7] = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
+        check_sealed_in((void *volatile *)&page[7], page, 4096, none ? PROT_NONE : PROT_READ);
     return 0;
 }

@@ -65,19 +65,9 @@ int main(int argc, char **argv) {
         page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         close(fd);
     }
-    if (argc > 2 && strcmp(argv[2], "sealed") == 0) {
-        uintptr_t m = make_object();
-        page[3] = control ? NULL : (void *)(m ^ MASK);
-        mprotect(page, 4096, PROT_READ);
-        free_object(m);
-        clear_stack();
-        int held = churn(m, ROUNDS);
-        mprotect(page, 4096, PROT_READ | PROT_WRITE);
-        page[3] = NULL;
-        clear_stack();
-        report(held, churn(m, ROUNDS));
-        return 0;
-    }
-    check_held_in((void *volatile *)&page[3]);
+    if (argc > 2 && strcmp(argv[2], "sealed") == 0)
+        check_sealed_in((void *volatile *)&page[3], page, 4096, PROT_READ);
+    else
+        check_held_in((void *volatile *)&page[3]);
     return 0;
 }
