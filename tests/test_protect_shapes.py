@@ -27,7 +27,9 @@ SHAPES = [
     ("protect_shape_shared", ["file"]),      # a file of the program's, MAP_SHARED
     ("protect_shape_shared", ["fileprivate"]),  # ... MAP_PRIVATE, written
     ("protect_shape_shared", ["sysv"]),      # a System V shared memory segment
+    ("protect_shape_shared", ["secret"]),    # memfd_secret's memory
     ("protect_shape_shared", ["memfd", "sealed"]),  # ... shared memory made read-only
+    ("protect_shape_shared", ["secret", "sealed"]),  # ... memfd_secret's, made read-only
     ("protect_shape_shared", ["fileprivate", "sealed"]),  # ... a written private file page
     ("protect_shape_shared", ["hugetlb"]),   # huge pages of the kernel's pool, private
     ("protect_shape_shared", ["hugetlbshared"]),  # ... shared

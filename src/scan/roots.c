@@ -475,13 +475,6 @@ static int root_line(const struct maps_line *m, void *argv) {
     return r;
 }
 
-/* May a thread's stack pointer in m cut the dead stack below it? Only where m is that
- * thread's stack and nothing else: the main [stack], or a stack glibc made for a thread (a
- * guard right below it, the thread's TCB at its top: tp inside), and only in a program that
- * never switched contexts. Elsewhere memory below the stack pointer may be live: another
- * coroutine's stack carved from the same mapping, a mapping of the program's the kernel
- * merged with the stack, or the frames of a context suspended below a coroutine's stack
- * that is an array of the thread's (protect_shape_coroutine, onstack). */
 void roots_note_sealed(void) {
     if (!atomic_load_explicit(&roots_state.seals, memory_order_relaxed))
         atomic_store(&roots_state.seals, true);
@@ -492,6 +485,13 @@ void roots_note_context_switch(void) {
         atomic_store(&roots_state.switches_context, true);
 }
 
+/* May a thread's stack pointer in m cut the dead stack below it? Only where m is that
+ * thread's stack and nothing else: the main [stack], or a stack glibc made for a thread (a
+ * guard right below it, the thread's TCB at its top: tp inside), and only in a program that
+ * never switched contexts. Elsewhere memory below the stack pointer may be live: another
+ * coroutine's stack carved from the same mapping, a mapping of the program's the kernel
+ * merged with the stack, or the frames of a context suspended below a coroutine's stack
+ * that is an array of the thread's (protect_shape_coroutine, onstack). */
 static bool stack_of(const struct maps_line *m, const struct walk *w, uintptr_t tp) {
     if (atomic_load_explicit(&roots_state.switches_context, memory_order_relaxed))
         return false; /* (below a coroutine's stack pointer may lie live frames) */
@@ -534,7 +534,8 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
      * can hold a pointer (protect_shape_readonly file): the file's own pages hold what the
      * file holds; and only once the program has sealed memory itself (roots_note_sealed:
      * before, they are the loader's relocations). Of a shared one, sealed, nothing is read unless it is memory rather than a
-     * file on disk (a memfd, POSIX or System V shared memory, shared anonymous memory): a
+     * file on disk (a memfd, POSIX or System V shared memory, shared anonymous memory,
+     * memfd_secret's): a
      * file's content is the file's (README, Limitations). Anonymous memory is read wherever
      * it lies, after an object's bss too (protect_shape_after_bss libc none). */
     w->hidden = m->perms[0] != 'r';
@@ -547,7 +548,7 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
         return 0;
     if (sealed && !file && m->path[0] == '/' && !starts_with(m->path, "/memfd:") &&
         !starts_with(m->path, "/dev/shm/") && !starts_with(m->path, "/SYSV") &&
-        !starts_with(m->path, "/dev/zero"))
+        !starts_with(m->path, "/dev/zero") && !starts_with(m->path, "/secretmem"))
         return 0;
     /* Shared memory of the program's own is a root (a memfd, POSIX shm in /dev/shm,
      * MAP_SHARED | MAP_ANONYMOUS as /dev/zero); Oscar's own memfds (the canonical heap, the

@@ -4,7 +4,8 @@
  * in a private mapping of that file ("fileprivate": written, so the page is the process's own
  * copy), or "sysv" (a System V segment, shmget + shmat, removed once attached), or huge pages
  * of the kernel's pool ("hugetlb", "hugetlbshared": MAP_HUGETLB, 2 MiB; "unsupported" where
- * the pool is empty). Still a root. With "sealed" after it, the page is made read-only
+ * the pool is empty), or "secret" (memfd_secret: memory out of the kernel's own map;
+ * "unsupported" where the kernel refuses it). Still a root. With "sealed" after it, the page is made read-only
  * while the object is freed (shared memory the program seals). See protect_common.h. */
 #define _GNU_SOURCE
 #include "protect_common.h"
@@ -13,7 +14,12 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef SYS_memfd_secret
+#define SYS_memfd_secret 447
+#endif
 
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
@@ -30,6 +36,18 @@ int main(int argc, char **argv) {
             return 0;
         }
         page[0] = page; /* (the huge page made present) */
+    } else if (strcmp(how, "secret") == 0) {
+        int fd = (int)syscall(SYS_memfd_secret, 0);
+        if (fd < 0 || ftruncate(fd, 4096) != 0) {
+            printf("unsupported memfd_secret: %s\n", strerror(errno));
+            return 0;
+        }
+        page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (page == MAP_FAILED) {
+            printf("unsupported memfd_secret's mapping: %s\n", strerror(errno));
+            return 0;
+        }
     } else if (strcmp(how, "sysv") == 0) {
         int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
         page = id < 0 ? (void *)-1 : shmat(id, NULL, 0);
