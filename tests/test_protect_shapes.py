@@ -47,7 +47,7 @@ SHAPES = [
     ("protect_shape_fresh_pages", []),       # into pages handed out while a mark begins
     ("protect_shape_fresh_mapping", []),     # into a mapping made while a mark runs
     ("protect_shape_fresh_mapping", ["mremap"]),  # ... moved to a new address by mremap
-    ("protect_shape_coroutine", []),         # a suspended coroutine's stack, below the running one's
+    ("protect_shape_coroutine", []),         # a suspended coroutine's stack, below a running one
     ("protect_shape_coroutine", ["onstack"]),  # a suspended frame below a coroutine's array stack
     ("protect_shape_after_bss", ["oscar"]),  # in a page merged into liboscar.so's bss
     ("protect_shape_after_bss", ["oscar", "apart"]),  # ... right after it, a line of its own

@@ -475,15 +475,16 @@ static int root_line(const struct maps_line *m, void *argv) {
     return r;
 }
 
-void roots_note_sealed(void) {
-    if (!atomic_load_explicit(&roots_state.seals, memory_order_relaxed))
-        atomic_store(&roots_state.seals, true);
+/* A flag set once for good, from a wrapper on the program's path: stored only the first
+ * time (no cache line written back and forth on every call). */
+static void set_once(atomic_bool *flag) {
+    if (!atomic_load_explicit(flag, memory_order_relaxed))
+        atomic_store(flag, true);
 }
 
-void roots_note_context_switch(void) {
-    if (!atomic_load_explicit(&roots_state.switches_context, memory_order_relaxed))
-        atomic_store(&roots_state.switches_context, true);
-}
+void roots_note_sealed(void) { set_once(&roots_state.seals); }
+
+void roots_note_context_switch(void) { set_once(&roots_state.switches_context); }
 
 /* May a thread's stack pointer in m cut the dead stack below it? Only where m is that
  * thread's stack and nothing else: the main [stack], or a stack glibc made for a thread (a
@@ -533,11 +534,11 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
      * and gaps, or a file of the program's) only the pages the program wrote, its own copies,
      * can hold a pointer (protect_shape_readonly file): the file's own pages hold what the
      * file holds; and only once the program has sealed memory itself (roots_note_sealed:
-     * before, they are the loader's relocations). Of a shared one, sealed, nothing is read unless it is memory rather than a
-     * file on disk (a memfd, POSIX or System V shared memory, shared anonymous memory,
-     * memfd_secret's): a
-     * file's content is the file's (README, Limitations). Anonymous memory is read wherever
-     * it lies, after an object's bss too (protect_shape_after_bss libc none). */
+     * before, they are the loader's relocations). Of a shared one, sealed, nothing is read
+     * unless it is memory rather than a file on disk (a memfd, POSIX or System V shared
+     * memory, shared anonymous memory, memfd_secret's): a file's content is the file's
+     * (README, Limitations). Anonymous memory is read wherever it lies, after an object's
+     * bss too (protect_shape_after_bss libc none). */
     w->hidden = m->perms[0] != 'r';
     w->prot = (m->perms[1] == 'w' ? PROT_WRITE : 0) | (m->perms[2] == 'x' ? PROT_EXEC : 0);
     bool sealed = w->hidden || m->perms[1] != 'w';
@@ -668,8 +669,8 @@ int roots_reread_shared(roots_fn fn, void *arg) {
     struct walk w = {.fn = fn, .arg = arg, .shared = true, .pagemap_fd = -1, .which = ROOTS_SHARED};
     struct resident_ctx c = {&w, ROOT_MAPPING, "shared memory"};
     for (size_t i = 0; i < roots_state.nshared; i++)
-        touched_runs(-1, TOUCH_SHARED, roots_state.shared[i].lo, roots_state.shared[i].hi, resident_run,
-                     &c);
+        touched_runs(-1, TOUCH_SHARED, roots_state.shared[i].lo, roots_state.shared[i].hi,
+                     resident_run, &c);
     return 0;
 }
 

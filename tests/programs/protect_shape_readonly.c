@@ -5,9 +5,10 @@
  * read-only data). With "none", the program makes the page inaccessible (PROT_NONE: a
  * collector's or a JIT's page, protected while it is not in use) and later readable again,
  * and then reads the pointer: still a root. "nonebig": the page lies in a 256 MiB reservation
- * made inaccessible whole (found by PAGEMAP_SCAN, Linux 6.7+); "readonlybig", made read-only whole. With "nodump" besides, the
- * process cannot open its own /proc/self/mem (non-dumpable, and not root: root becomes
- * nobody), and says whether it could ("can_open_mem"). With "file" (before any of those),
+ * made inaccessible whole (found by PAGEMAP_SCAN, Linux 6.7+); "readonlybig", made
+ * read-only whole. With "nodump" besides, the process cannot open its own /proc/self/mem
+ * (non-dumpable, and not root: root becomes nobody), and says whether it could
+ * ("can_open_mem"). With "file" (before any of those),
  * the pages are a file's, mapped MAP_PRIVATE: written, they are the program's own copies, and
  * then sealed as any anonymous page. See protect_common.h. */
 #define _GNU_SOURCE

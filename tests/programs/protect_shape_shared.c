@@ -5,8 +5,9 @@
  * copy), or "sysv" (a System V segment, shmget + shmat, removed once attached), or huge pages
  * of the kernel's pool ("hugetlb", "hugetlbshared": MAP_HUGETLB, 2 MiB; "unsupported" where
  * the pool is empty), or "secret" (memfd_secret: memory out of the kernel's own map;
- * "unsupported" where the kernel refuses it). Still a root. With "sealed" after it, the page is made read-only
- * while the object is freed (shared memory the program seals). See protect_common.h. */
+ * "unsupported" where the kernel refuses it). Still a root. With "sealed" after it, the
+ * page is made read-only while the object is freed (shared memory the program seals). See
+ * protect_common.h. */
 #define _GNU_SOURCE
 #include "protect_common.h"
 #include <errno.h>
