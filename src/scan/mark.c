@@ -82,6 +82,9 @@ static struct {
      * `marking`; static, not on the stack: ph.lo is the address of the heap's first object). */
     struct root_range ex[1 + OS_META_RANGES_MAX];
     void *stack; /* MARK_STACK bytes: a synchronous mark's frames (mark_here), made once */
+    /* reread_shared's reading in progress: a hash of the words read, and their bytes */
+    uint64_t shared_hash;
+    size_t shared_bytes;
 } mark_state;
 
 #define MARK_STACK (512UL << 10)
@@ -853,15 +856,53 @@ static void scan_heap_job(size_t first, size_t last) {
     flush_scanned();
 }
 
-/* Memory shared with other processes is read once more at the end of the stop: another
- * process may move a pointer from a place the mark has not read yet to one it has read, and
- * then neither reading finds it (protect_shape_other_process). Now it must move so during
- * each of two readings, milliseconds apart, not during one. A process that keeps moving it
- * can still win (README, Limitations); a reading more only adds marks. The ranges the walk
- * found (no /proc/self/maps again: most programs have none); the world stopped. */
+/* Memory shared with other processes is read again at the end of the stop: another process
+ * may move a pointer from a place the mark has not read yet to one it has read, and then a
+ * reading misses it (protect_shape_other_process). It is read SHARED_READINGS_QUIET times
+ * more, and SHARED_READINGS times if it changed between them (only another process can
+ * change it now: this one is stopped), so a process that keeps moving a pointer must hide it
+ * from every one of those readings, not from one. It can still win (README, Limitations).
+ * Past SHARED_REREAD_BYTES resident it is read once more only: the readings lengthen the
+ * stop. The ranges the walk found (no /proc/self/maps again: most programs have none); the
+ * world stopped. */
+#define SHARED_READINGS_QUIET 3
+#define SHARED_READINGS 8
+#define SHARED_REREAD_BYTES (1u << 20)
+
+static void hash_words(uintptr_t lo, uintptr_t hi, void *arg) {
+    (void)arg;
+    uint64_t h = mark_state.shared_hash;
+    for (uintptr_t p = lo; p + sizeof(uint64_t) <= hi; p += sizeof(uint64_t))
+        h = (h ^ *(const volatile uint64_t *)p) * 0x100000001b3ull; /* (FNV-1a's prime) */
+    mark_state.shared_hash = h ^ lo;
+    mark_state.shared_bytes += hi - lo;
+}
+
+static void reread_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,
+                        void *arg) {
+    roots_read_guarded(hash_words, lo, hi, NULL);
+    scan_root(lo, hi, kind, name, arg);
+}
+
 static void reread_shared(size_t nex) {
-    if (roots_reread_shared(scan_root, NULL) != 0) /* (the ranges the walk found, or) */
-        roots_for_each_of(ROOTS_SHARED, scan_root, NULL, mark_state.ex, nex, 0);
+    uint64_t first = 0;
+    bool changed = false;
+    for (unsigned k = 0; k < SHARED_READINGS; k++) {
+        mark_state.shared_hash = 0xcbf29ce484222325ull;
+        mark_state.shared_bytes = 0;
+        if (roots_reread_shared(reread_root, NULL) != 0) { /* (the ranges the walk found, or) */
+            roots_for_each_of(ROOTS_SHARED, scan_root, NULL, mark_state.ex, nex, 0);
+            break;
+        }
+        if (k)
+            stats_add(STAT_SCAN_SHARED_REREADS, 1);
+        if (!mark_state.shared_bytes || mark_state.shared_bytes > SHARED_REREAD_BYTES)
+            break;
+        changed |= k && mark_state.shared_hash != first;
+        first = k ? first : mark_state.shared_hash;
+        if (k + 1 >= SHARED_READINGS_QUIET && !changed)
+            break;
+    }
     mark_state.name = NULL;
 }
 
