@@ -545,3 +545,22 @@ def test_main_thread_exit_ends_the_process(runner, tmp_path, mark):
     assert res.returncode == 0 and res.stdout == expected.stdout, res.describe()
     s = stats_of(tmp_path)
     assert s["scan_rounds"] >= 20 and s["scan_skipped"] == 0 and s["released_objects"] > 0, s
+
+
+@pytest.mark.parametrize("mark", ["team", "concurrent-team"])
+def test_slow_helpers_do_not_fail_the_first_mark(runner, tmp_path, mark):
+    """The team's helpers start slowly: each runs 200 ms with every signal blocked first (the
+    program's own pthread_create, which Oscar's calls reach, wraps them), as new threads do
+    on a loaded machine. Before: a program that defines pthread_create had no team at all
+    (libc was found by that function's address: the program's own text passed for libc's),
+    and once found by name, the first mark gave up on the helpers that blocked its signal:
+    'released_reused 0', scan_skipped 1, no mark after it."""
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    res = runner.oscar("protect_team_slow_start", env=env, timeout=120)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    v = parse_values(res.stdout)
+    assert v.get("held_reused") == 0 and v.get("released_reused", 0) > 0, res.describe()
+    assert v.get("threads_started", 0) >= 1, res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_skipped"] == 0 and s["scan_team_rounds"] > 0, s
+    assert_mark_kind(s, mark)

@@ -1811,10 +1811,31 @@ static struct text_range text_of(uintptr_t base) {
     return r;
 }
 
+/* libc is found by its name, not by the address of one of its functions: a program may define
+ * that function itself (its own pthread_create, which wraps libc's), and its text would then
+ * pass for libc's: no call would come from outside libc, and no helper or marker start
+ * (protect_team_slow_start). */
+static int libc_object(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    const char *name = info->dlpi_name, *slash = name ? strrchr(name, '/') : NULL;
+    if (!name || strcmp(slash ? slash + 1 : name, "libc.so.6") != 0)
+        return 0;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!cm_state.libc_text.lo || lo < cm_state.libc_text.lo)
+            cm_state.libc_text.lo = lo;
+        if (hi > cm_state.libc_text.hi)
+            cm_state.libc_text.hi = hi;
+    }
+    return 1;
+}
+
 static void find_libc(void) {
-    Dl_info info;
-    if (dladdr((void *)&pthread_create, &info) && info.dli_fbase)
-        cm_state.libc_text = text_of((uintptr_t)info.dli_fbase);
+    dl_iterate_phdr(libc_object, NULL);
     cm_state.ldso_text = text_of((uintptr_t)getauxval(AT_BASE));
 }
 

@@ -26,6 +26,7 @@
 #define FIELD ((1ULL << 24) - 1)     /* a 24-bit field of `claim` */
 #define SPIN 2000                    /* pauses the caller spins before it sleeps (~0.1 ms) */
 #define IDLE_NS 250000000ull         /* a helper asks whether the program is gone this often */
+#define START_WAIT_NS 1000000000ull  /* team_start waits this long at most for its helpers */
 
 /* All of team's state. */
 static struct {
@@ -76,9 +77,9 @@ static void work(void) {
 }
 
 static void *helper_main(void *arg) {
-    atomic_store(&team_state.tid[(uintptr_t)arg], (int32_t)os_gettid());
     if (world_exempt_self)
         world_exempt_self(); /* (full table: stops park this thread, and the caller does all) */
+    atomic_store(&team_state.tid[(uintptr_t)arg], (int32_t)os_gettid()); /* (team_start waits) */
     uint32_t seen = atomic_load(&team_state.wake);
     for (;;) {
         uint32_t w;
@@ -129,6 +130,16 @@ unsigned team_start(void) {
         }
         atomic_fetch_add_explicit(&team_state.running, 1, memory_order_release);
     }
+    /* Until a helper is exempt, a stop asks it to park; a new thread runs a while with every
+     * signal blocked, and on a loaded machine that while passed the 50 ms after which a stop
+     * gives up on a thread that blocks its signal: the very next mark, the one the helpers
+     * were started for, failed (protect_team_slow_start). So they are waited for, 1 s at most
+     * (a later stop waits for a slow one anyway). Locks held: none. */
+    uint64_t deadline = os_monotonic_ns() + START_WAIT_NS;
+    _Atomic uint32_t nap = 0; /* (a futex nobody wakes: a 0.1 ms sleep) */
+    for (unsigned i = have, n = team_helpers(); i < n; i++)
+        while (!atomic_load(&team_state.tid[i]) && os_monotonic_ns() < deadline)
+            os_futex_wait(&nap, 0, 100000);
     atomic_flag_clear(&team_state.starting);
     return team_helpers();
 }
