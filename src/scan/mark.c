@@ -82,9 +82,7 @@ static struct {
      * `marking`; static, not on the stack: ph.lo is the address of the heap's first object). */
     struct root_range ex[1 + OS_META_RANGES_MAX];
     void *stack; /* MARK_STACK bytes: a synchronous mark's frames (mark_here), made once */
-    /* reread_shared's reading in progress: a hash of the words read, and their bytes */
-    uint64_t shared_hash;
-    size_t shared_bytes;
+    size_t shared_bytes; /* of shared memory the walk read (reread_shared) */
 } mark_state;
 
 #define MARK_STACK (512UL << 10)
@@ -461,11 +459,17 @@ static void scan_guarded(uintptr_t lo, uintptr_t hi, void *arg) {
     scan(lo, hi);
 }
 
+/* The bytes of shared memory the walk read (reread_shared; the marking thread only). */
+#define SHARED_READINGS 8
+#define SHARED_REREAD_BUDGET (256u << 10)
+
 static void scan_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,
                       void *arg) {
     mark_state.kind = kind;
     mark_state.name = name;
     reading_shared = roots_reporting_shared();
+    if (reading_shared)
+        mark_state.shared_bytes += hi - lo;
     roots_read_guarded(scan_guarded, lo, hi, arg);
     reading_shared = false;
 }
@@ -841,6 +845,7 @@ static void warn_once(const char *why) {
 /* Fills mark_state.ex with what is no root, the heap and all of Oscar's metadata (the
  * heap's among it); returns how many ranges. */
 static size_t not_roots(void) {
+    mark_state.shared_bytes = 0; /* (called before each mark's walk) */
     struct root_range *ex = mark_state.ex;
     size_t nex = 0;
     ex[nex++] = (struct root_range){ph.lo, ph.hi};
@@ -858,50 +863,23 @@ static void scan_heap_job(size_t first, size_t last) {
 
 /* Memory shared with other processes is read again at the end of the stop: another process
  * may move a pointer from a place the mark has not read yet to one it has read, and then a
- * reading misses it (protect_shape_other_process). It is read SHARED_READINGS_QUIET times
- * more, and SHARED_READINGS times if it changed between them (only another process can
- * change it now: this one is stopped), so a process that keeps moving a pointer must hide it
- * from every one of those readings, not from one. It can still win (README, Limitations).
- * Past SHARED_REREAD_BYTES resident it is read once more only: the readings lengthen the
- * stop. The ranges the walk found (no /proc/self/maps again: most programs have none); the
- * world stopped. */
-#define SHARED_READINGS_QUIET 3
-#define SHARED_READINGS 8
-#define SHARED_REREAD_BYTES (1u << 20)
-
-static void hash_words(uintptr_t lo, uintptr_t hi, void *arg) {
-    (void)arg;
-    uint64_t h = mark_state.shared_hash;
-    for (uintptr_t p = lo; p + sizeof(uint64_t) <= hi; p += sizeof(uint64_t))
-        h = (h ^ *(const volatile uint64_t *)p) * 0x100000001b3ull; /* (FNV-1a's prime) */
-    mark_state.shared_hash = h ^ lo;
-    mark_state.shared_bytes += hi - lo;
-}
-
-static void reread_root(uintptr_t lo, uintptr_t hi, enum root_kind kind, const char *name,
-                        void *arg) {
-    roots_read_guarded(hash_words, lo, hi, NULL);
-    scan_root(lo, hi, kind, name, arg);
-}
-
+ * reading misses it (protect_shape_other_process). It is read up to SHARED_READINGS times
+ * more, as many as fit in SHARED_REREAD_BUDGET bytes of reading (they lengthen the stop:
+ * past the budget, once), so a process that keeps moving a pointer must hide it from every
+ * one of those readings, not from one. It can still win (README, Limitations). (Whether it
+ * changed between readings tells nothing: readings that missed a moving pointer are alike.)
+ * The ranges the walk found (no /proc/self/maps again: most programs have none); the world
+ * stopped. */
 static void reread_shared(size_t nex) {
-    uint64_t first = 0;
-    bool changed = false;
-    for (unsigned k = 0; k < SHARED_READINGS; k++) {
-        mark_state.shared_hash = 0xcbf29ce484222325ull;
-        mark_state.shared_bytes = 0;
-        if (roots_reread_shared(reread_root, NULL) != 0) { /* (the ranges the walk found, or) */
+    size_t bytes = mark_state.shared_bytes, fit = bytes ? SHARED_REREAD_BUDGET / bytes : 1;
+    unsigned n = fit < 1 ? 1 : fit > SHARED_READINGS ? SHARED_READINGS : (unsigned)fit;
+    for (unsigned k = 0; k < n; k++) {
+        if (roots_reread_shared(scan_root, NULL) != 0) { /* (the ranges the walk found, or) */
             roots_for_each_of(ROOTS_SHARED, scan_root, NULL, mark_state.ex, nex, 0);
             break;
         }
         if (k)
             stats_add(STAT_SCAN_SHARED_REREADS, 1);
-        if (!mark_state.shared_bytes || mark_state.shared_bytes > SHARED_REREAD_BYTES)
-            break;
-        changed |= k && mark_state.shared_hash != first;
-        first = k ? first : mark_state.shared_hash;
-        if (k + 1 >= SHARED_READINGS_QUIET && !changed)
-            break;
     }
     mark_state.name = NULL;
 }
