@@ -564,3 +564,18 @@ def test_slow_helpers_do_not_fail_the_first_mark(runner, tmp_path, mark):
     s = stats_of(tmp_path)
     assert s["scan_skipped"] == 0 and s["scan_team_rounds"] > 0, s
     assert_mark_kind(s, mark)
+
+
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
+def test_slow_new_thread_does_not_fail_marks(runner, tmp_path, mark):
+    """A thread of the program's runs its first 200 ms with every signal blocked, never
+    sleeping (a new thread waiting for a CPU on a loaded machine), while marks come. Before,
+    the first stop gave up on it after 50 ms and none came in time: 'released_reused 0',
+    scan_skipped 1 (CI: the signal_move shape). A thread that never slept is waited for."""
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    res = runner.oscar("protect_new_thread_slow", env=env, timeout=120)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    v = parse_values(res.stdout)
+    assert v.get("held_reused") == 0 and v.get("released_reused", 0) > 0, res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_skipped"] == 0 and s["scan_rounds"] > 0, s

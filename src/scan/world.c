@@ -442,6 +442,18 @@ static bool blocks_park(long tid) {
             break;
         mask = mask << 4 | (uint64_t)d;
     }
+    /* One that blocks every signal (the kernel keeps SIGKILL and SIGSTOP out of any mask) and
+     * runs (or waits for a CPU) is taken for a thread still starting: glibc makes its threads
+     * with every signal blocked until their own mask is set, and on a loaded machine a new
+     * thread may wait past 50 ms for a CPU. It is waited for, until the deadline
+     * (protect_new_thread_slow). */
+    const char *st = strstr(world_buf_state.status, "State:");
+    if ((mask | 1ull << (SIGKILL - 1) | 1ull << (SIGSTOP - 1)) == ~0ull && st) {
+        for (st += 6; *st == ' ' || *st == '\t'; st++)
+            ;
+        if (*st == 'R')
+            return false;
+    }
     return (mask >> (world_state.sig - 1)) & 1;
 }
 
@@ -471,7 +483,7 @@ static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
             /* Slow to answer: has any of them exited (maybe with every signal blocked)? After
              * 50 ms (a thread being created runs a moment with every signal blocked), one that
              * blocks the park signal will not answer: give up at once rather than at the
-             * deadline. */
+             * deadline (unless it looks like a thread still starting: blocks_park). */
             uint64_t now = os_monotonic_ns();
             bool check_masks = now - start > 50000000u;
             for (size_t i = 0; i < world_state.n; i++) {
