@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 static void *volatile hold;
-static atomic_int stop, unblocked;
+static atomic_int stop;
 
 static void *slow(void *arg) {
     (void)arg;
@@ -24,7 +24,6 @@ static void *slow(void *arg) {
     while (now_seconds() < end) /* (spinning: a thread that waits for a CPU never sleeps) */
         ;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
-    atomic_store(&unblocked, 1);
     while (!atomic_load(&stop))
         usleep(1000);
     return NULL;
@@ -34,18 +33,8 @@ int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     pthread_t t;
     pthread_create(&t, NULL, slow, NULL);
-    uintptr_t m = make_object();
-    if (!control)
-        hold = (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    int held = churn(m, ROUNDS);
-    int early = !atomic_load(&unblocked); /* (the marks above met the blocked thread) */
+    check_held_in(&hold); /* (its first marks meet the blocked thread) */
     atomic_store(&stop, 1);
     pthread_join(t, NULL);
-    hold = NULL;
-    clear_stack();
-    report(held, churn(m, ROUNDS));
-    printf("churned_while_blocked %d\n", early);
     return 0;
 }
