@@ -4,8 +4,8 @@
  * signal open through libc's calls), while the main thread frees and marks run. A stop gave
  * up after 50 ms on any thread that blocked its signal, and the next try came 10 ms later, and
  * later each time: the marks of a short program never came (released_reused 0, seen in CI's
- * signal_move shape). One that has never slept is now waited for (1 s at most). Then the
- * usual check: a global holds the freed object, cleared, churned again. See
+ * signal_move shape). One that blocks every signal and runs is now waited for (1 s at most).
+ * Then the usual check: a global holds the freed object, cleared, churned again. See
  * protect_common.h. */
 #define _GNU_SOURCE
 #include "protect_common.h"
