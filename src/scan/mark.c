@@ -26,11 +26,9 @@
 #include "os/ownthread.h"
 #include "os/wtrack.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -459,7 +457,7 @@ static void scan_guarded(uintptr_t lo, uintptr_t hi, void *arg) {
     scan(lo, hi);
 }
 
-/* The bytes of shared memory the walk read (reread_shared; the marking thread only). */
+/* reread_shared's bounds: readings of shared memory after the walk's, and bytes of them. */
 #define SHARED_READINGS 8
 #define SHARED_REREAD_BUDGET (256u << 10)
 
@@ -1766,6 +1764,20 @@ static void *marker_main(void *arg) {
     return NULL;
 }
 
+/* The span of an object's executable segments, loaded at bias. */
+static struct text_range exec_segments(uintptr_t bias, const ElfW(Phdr) *ph, unsigned n) {
+    struct text_range r = {0, 0};
+    for (unsigned i = 0; i < n; i++)
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
+            uintptr_t lo = bias + ph[i].p_vaddr, hi = lo + ph[i].p_memsz;
+            if (!r.lo || lo < r.lo)
+                r.lo = lo;
+            if (hi > r.hi)
+                r.hi = hi;
+        }
+    return r;
+}
+
 /* The executable segments of the object whose ELF header is mapped at base. */
 static struct text_range text_of(uintptr_t base) {
     struct text_range r = {0, 0};
@@ -1777,16 +1789,7 @@ static struct text_range text_of(uintptr_t base) {
     for (unsigned i = 0; i < eh->e_phnum; i++)
         if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first)
             first = ph[i].p_vaddr;
-    uintptr_t bias = base - (first & ~(OSCAR_PAGE - 1));
-    for (unsigned i = 0; i < eh->e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
-            uintptr_t lo = bias + ph[i].p_vaddr, hi = lo + ph[i].p_memsz;
-            if (!r.lo || lo < r.lo)
-                r.lo = lo;
-            if (hi > r.hi)
-                r.hi = hi;
-        }
-    return r;
+    return exec_segments(base - (first & ~(OSCAR_PAGE - 1)), ph, eh->e_phnum);
 }
 
 /* libc is found by its name, not by the address of one of its functions: a program may define
@@ -1799,16 +1802,7 @@ static int libc_object(struct dl_phdr_info *info, size_t size, void *arg) {
     const char *name = info->dlpi_name, *slash = name ? strrchr(name, '/') : NULL;
     if (!name || strcmp(slash ? slash + 1 : name, "libc.so.6") != 0)
         return 0;
-    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-            continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (!cm_state.libc_text.lo || lo < cm_state.libc_text.lo)
-            cm_state.libc_text.lo = lo;
-        if (hi > cm_state.libc_text.hi)
-            cm_state.libc_text.hi = hi;
-    }
+    cm_state.libc_text = exec_segments(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum);
     return 1;
 }
 
