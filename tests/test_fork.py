@@ -4,6 +4,8 @@ use after free inside the child is caught in the child while the parent carries 
 import re
 import signal
 
+import pytest
+
 from conftest import location_line, parse_values
 
 
@@ -25,3 +27,17 @@ def test_child_uaf_caught_in_child(runner):
 def test_child_uaf_not_caught_under_glibc(runner):
     res = runner.glibc("fork_child_uaf")
     assert res.returncode == 0 and "child exited 0" in res.stdout, res.describe()
+
+
+@pytest.mark.parametrize("guards", ["0", "1"])
+def test_fork_never_parks_a_free_between_entry_and_revocation(runner, guards):
+    """A fork that parked a freeing thread after its page's entry said "revoked" but before the
+    revoking call left that page, in the child, mapped onto the parent's heap (73-80 children of
+    100 with the window widened by OSCAR_TEST_REVOKE_SPIN_US). The thread now parks only once the
+    call returned (os/nopark.h). Without guard markers (the mmap path) and with them."""
+    env = {"OSCAR_GUARDS": guards, "OSCAR_TEST_REVOKE_SPIN_US": "50"}
+    res = runner.oscar("fork_revoke_window", "100", env=env, timeout=120)
+    assert res.returncode == 0, res.describe()
+    v = parse_values(res.stdout)
+    assert v.get("forks") == 100 and v.get("bad") == 0, res.describe()
+    assert v["shared"] == 0, "children saw the parent's heap\n" + res.describe()

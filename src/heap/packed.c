@@ -5,6 +5,7 @@
 #include "mem/maplimit.h"
 #include "base/options.h"
 #include "os/os.h"
+#include "os/nopark.h"
 #include "mem/region.h"
 #include "mem/mapview.h"
 #include "heap/small.h"
@@ -32,6 +33,7 @@ static struct {
 
 void packed_init(void) {
     packed_k = (unsigned)options_int(OPT_OBJECTS_PER_PAGE);
+    os_nopark_spin_ns = (uint64_t)options_int(OPT_TEST_REVOKE_SPIN_US) * 1000;
     /* 4 GiB-aligned, so the poison's low 32 bits are zero: an int or flag read from a freed
      * object at an 8-byte boundary reads 0, not a large non-zero value. */
     uintptr_t w = region_take(POISON_WINDOW, 1UL << 32);
@@ -237,14 +239,18 @@ static bool pages_done(const uintptr_t *page, const uint64_t *entry, uint32_t n)
     long delta = shadow_revoke_delta(lo, hi);
     if (maplimit_defer(delta))
         return false;
+    os_nopark_enter(); /* (marked freed, still mapped: os/nopark.h) */
     for (uint32_t i = 0; i < n; i++)
         region_store(page[i], entry_with_kind(entry[i] & ~QUEUED_EMPTY, PK_PACKED_FREED));
+    os_nopark_test_pause();
     if (os_revoke((void *)lo, hi - lo + OSCAR_PAGE) != 0) {
         for (uint32_t i = 0; i < n; i++)
             region_store(page[i], entry[i] & ~QUEUED_EMPTY);
+        os_nopark_leave();
         maplimit_on_enomem();
         return false;
     }
+    os_nopark_leave();
     maplimit_add(delta);
     stats_add(STAT_SHADOWS_REVOKED, n);
     for (uint32_t i = 0; i < n; i++)

@@ -3,6 +3,7 @@
 #include "mem/canon.h"
 #include "mem/maplimit.h"
 #include "os/os.h"
+#include "os/nopark.h"
 #include "heap/packed.h"
 #include "heap/deferred.h"
 #include "heap/reclaim.h"
@@ -257,13 +258,21 @@ bool small_free(uintptr_t a, uint64_t e) {
         defer_revocation(page);
         return true;
     }
-    if (!atomic_compare_exchange_strong(ep, &e, entry_with_kind(e, PK_SMALL_FREED)))
+    /* Marked freed and still mapped until os_revoke returns: no stop may park us between
+     * (a fork's child would keep the page on our heap: os/nopark.h). */
+    os_nopark_enter();
+    if (!atomic_compare_exchange_strong(ep, &e, entry_with_kind(e, PK_SMALL_FREED))) {
+        os_nopark_leave();
         return false;
+    }
+    os_nopark_test_pause();
     int err = os_revoke((void *)page, OSCAR_PAGE);
+    if (err)
+        region_store(page, entry_with_kind(e, PK_DEFERRED));
+    os_nopark_leave();
     if (err) {
         /* Cannot split the mapping: defer the revocation (the slot is never reused meanwhile). */
         maplimit_on_enomem();
-        region_store(page, entry_with_kind(e, PK_DEFERRED));
         defer_revocation(page);
         return true;
     }
@@ -280,11 +289,15 @@ bool small_revoke_deferred(uintptr_t page) {
     long delta = shadow_revoke_delta(page, page);
     if (maplimit_defer(delta))
         return false;
+    os_nopark_enter();
     region_store(page, entry_with_kind(e, PK_SMALL_FREED));
+    os_nopark_test_pause();
     if (os_revoke((void *)page, OSCAR_PAGE) != 0) {
         region_store(page, e);
+        os_nopark_leave();
         return false;
     }
+    os_nopark_leave();
     maplimit_add(delta);
     stats_add(STAT_SHADOWS_REVOKED, 1);
     canon_release_slot(entry_canon(e), entry_slot(e));

@@ -40,6 +40,7 @@
 #include "scan/world.h"
 #include "scan/maps.h"
 #include "os/os.h"
+#include "os/nopark.h"
 #include "report/fault.h"
 #include "base/fmt.h"
 
@@ -200,6 +201,13 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         errno = saved;
         return;
     }
+    /* Inside a stretch that must not be parked in (os/nopark.h: a free between its page's
+     * entry and its revocation): the thread asks again as soon as it leaves it. */
+    if (os_nopark_defer()) {
+        errno = saved;
+        return;
+    }
+    os_nopark_parked();
     /* The stop that asked this slot, not world_state.epoch read earlier: a request of a stop
      * that gave up may be handled only now, during the next stop (this thread asked again), and
      * waiting for the old stop's resume would park it for ever. */
@@ -258,10 +266,12 @@ int world_init(void) {
         /* The thread that starts Oscar (usually the program's only one yet) is known from
          * the first stop on: asked before the listing opens its descriptor. */
         world_state.known[world_state.nknown++] = (int32_t)os_gettid();
-        if (__sigaction(world_state.sig, &sa, &world_state.program) != 0)
+        if (__sigaction(world_state.sig, &sa, &world_state.program) != 0) {
             err = errno;
-        else
+        } else {
+            os_nopark_signal = world_state.sig;
             atomic_store(&world_state.ready, true);
+        }
     }
     oscar_lock_release(&world_state.lock);
     return -err;
