@@ -521,6 +521,9 @@ void os_futex_wake(_Atomic uint32_t *word, int n) {
     sys6(SYS_futex, (long)word, 129 /* FUTEX_WAKE_PRIVATE */, n, 0, 0, 0);
 }
 
+/* The system call, not libc's vDSO (29 ns against 409 ns here): a program may move or unmap
+ * the vDSO pages (CRIU's restore does; protect_shape_after_bss), and libc's clock_gettime then
+ * jumps into nothing. */
 uint64_t os_monotonic_ns(void) {
     struct timespec ts;
     sys6(SYS_clock_gettime, 1 /* CLOCK_MONOTONIC */, (long)&ts, 0, 0, 0, 0);

@@ -1,10 +1,9 @@
 /* maps: /proc/self/maps (and other /proc files) read into a caller's static buffer, a line
- * at a time (no stdio, no allocation; signal-safe). Private to scan/ (roots.c, world.c,
+ * at a time (no stdio, no allocation; signal-safe). Private to scan/ (roots.c,
  * kroots.c). */
 #ifndef OSCAR_SCAN_MAPS_H
 #define OSCAR_SCAN_MAPS_H
 #include "base/core.h"
-#include "scan/world.h"
 
 struct maps_line {
     uintptr_t lo, hi;
@@ -22,6 +21,4 @@ int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *
 /* Calls fn for each line of the file at path, its newline cut (stops early when fn returns
  * nonzero). buf: MAPS_BUF bytes. 0, or -errno when the file cannot be read. */
 int proc_lines(const char *path, char *buf, int (*fn)(char *line, void *arg), void *arg);
-/* Fills stack_lo/hi of each thread: the mapping that holds its sp (0, 0 if none). */
-void maps_find_stacks(struct world_thread *const *t, size_t n);
 #endif

@@ -144,24 +144,9 @@ int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *
     return proc_lines("/proc/self/maps", buf, maps_line_fn, &f);
 }
 
-struct stacks_arg {
-    struct world_thread *const *t;
-    size_t n;
-};
-
-static int find_stacks_line(const struct maps_line *m, void *argv) {
-    struct stacks_arg *a = argv;
-    for (size_t i = 0; i < a->n; i++)
-        if (a->t[i]->sp >= m->lo && a->t[i]->sp < m->hi) {
-            a->t[i]->stack_lo = m->lo;
-            a->t[i]->stack_hi = m->hi;
-        }
-    return 0;
-}
 
 /* roots' buffers and flags (the walk itself is walk_state, below; guard is per thread). */
 static struct {
-    char stacks_buf[MAPS_BUF];     /* maps_find_stacks: the stopper, world stopped */
     char roots_buf[MAPS_BUF];      /* roots_for_each: the marking thread, one walk at a time */
     /* The shared memory the last walk of it reported (the marker; roots_reread_shared) */
     struct root_range shared[ROOTS_SHARED_MAX];
@@ -181,13 +166,6 @@ static struct {
     atomic_bool seals;             /* roots_note_sealed: set once, any thread */
 } roots_state;
 
-void maps_find_stacks(struct world_thread *const *t, size_t n) {
-    struct stacks_arg a = {t, n};
-    for (size_t i = 0; i < n; i++)
-        t[i]->stack_lo = t[i]->stack_hi = 0;
-    if (n)
-        maps_each(roots_state.stacks_buf, find_stacks_line, &a);
-}
 
 /* ---- Roots */
 

@@ -38,7 +38,6 @@
  * world lock ranks after them). The handler takes no lock. */
 #define _GNU_SOURCE
 #include "scan/world.h"
-#include "scan/maps.h"
 #include "os/os.h"
 #include "os/nopark.h"
 #include "report/fault.h"
@@ -81,7 +80,6 @@ static struct {
                                 * the kernel keeps it, a zombie that never parks), so never
                                 * asked again; a fork child's pid differs (the stopper, under
                                 * the world lock) */
-    atomic_bool stacks_known;  /* stack_lo/hi filled in (lazily, world_thread_at) */
     /* The tables, mapped once by world_init (under the world lock): */
     struct slot *slots;        /* [WORLD_MAX] */
     int32_t *known;            /* [WORLD_MAX]: the threads the last stop parked, and its
@@ -556,7 +554,6 @@ static int stop_locked(void) {
     long self = os_gettid();
     clear_table();
     world_state.nparked_list = 0;
-    atomic_store(&world_state.stacks_known, false);
     atomic_store(&world_state.nparked, 0);
     atomic_store(&world_state.nexpect, 0);
     uint32_t epoch = atomic_fetch_add(&world_state.epoch, 1) + 1;
@@ -611,10 +608,6 @@ size_t world_count(void) { return world_state.nparked_list; }
 const struct world_thread *world_thread_at(size_t i) {
     if (i >= world_state.nparked_list)
         return NULL;
-    if (!atomic_load(&world_state.stacks_known)) {
-        maps_find_stacks(world_state.parked, world_state.nparked_list);
-        atomic_store(&world_state.stacks_known, true);
-    }
     return world_state.parked[i];
 }
 

@@ -20,7 +20,6 @@
 struct world_thread {
     pid_t tid;
     uintptr_t sp;                       /* stack pointer at the moment it was interrupted */
-    uintptr_t stack_lo, stack_hi;       /* the mapping that holds sp ([lo, hi)) */
     uintptr_t altstack_lo, altstack_hi; /* its sigaltstack, if one is set (else 0, 0) */
     uintptr_t regs_lo, regs_hi;         /* where its saved registers (ucontext) lie */
     uintptr_t tp;                       /* its thread pointer (os_thread_pointer) */
