@@ -33,7 +33,6 @@ static struct {
 
 void packed_init(void) {
     packed_k = (unsigned)options_int(OPT_OBJECTS_PER_PAGE);
-    os_nopark_spin_ns = (uint64_t)options_int(OPT_TEST_REVOKE_SPIN_US) * 1000;
     /* 4 GiB-aligned, so the poison's low 32 bits are zero: an int or flag read from a freed
      * object at an 8-byte boundary reads 0, not a large non-zero value. */
     uintptr_t w = region_take(POISON_WINDOW, 1UL << 32);

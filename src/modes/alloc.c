@@ -13,6 +13,7 @@
 #include "modes/foreign.h"
 #include "base/options.h"
 #include "os/os.h"
+#include "os/nopark.h"
 #include "heap/packed.h"
 #include "heap/deferred.h"
 #include "heap/reclaim.h"
@@ -60,6 +61,7 @@ void oscar_init(void) {
     }
     if (!options_int(OPT_GUARDS))
         os_guards_disable();
+    os_nopark_spin_ns = (uint64_t)options_int(OPT_TEST_REVOKE_SPIN_US) * 1000;
     packed_mode = options_int(OPT_MODE) == 1;
     int err;
     if ((err = region_init()) != 0)

@@ -1,6 +1,5 @@
 /* maps: /proc/self/maps (and other /proc files) read into a caller's static buffer, a line
- * at a time (no stdio, no allocation; signal-safe). Private to scan/ (roots.c,
- * kroots.c). */
+ * at a time (no stdio, no allocation; signal-safe). Private to scan/ (roots.c, kroots.c). */
 #ifndef OSCAR_SCAN_MAPS_H
 #define OSCAR_SCAN_MAPS_H
 #include "base/core.h"

@@ -144,7 +144,6 @@ int maps_each(char *buf, int (*fn)(const struct maps_line *m, void *arg), void *
     return proc_lines("/proc/self/maps", buf, maps_line_fn, &f);
 }
 
-
 /* roots' buffers and flags (the walk itself is walk_state, below; guard is per thread). */
 static struct {
     char roots_buf[MAPS_BUF];      /* roots_for_each: the marking thread, one walk at a time */
@@ -165,7 +164,6 @@ static struct {
     atomic_bool switches_context;  /* roots_note_context_switch: set once, any thread */
     atomic_bool seals;             /* roots_note_sealed: set once, any thread */
 } roots_state;
-
 
 /* ---- Roots */
 

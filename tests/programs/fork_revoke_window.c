@@ -60,6 +60,8 @@ int main(int argc, char **argv) {
     anchor[0] = 1;
     int acc;
     unsigned long heap_ino = inode_of((uintptr_t)anchor, &acc);
+    if (!heap_ino || !acc)
+        return 2; /* (a live object not on a heap file: nothing to tell apart) */
     pthread_t t;
     pthread_create(&t, NULL, freer, NULL);
     int shared = 0, bad = 0;
@@ -70,11 +72,11 @@ int main(int argc, char **argv) {
         pid_t pid = fork();
         if (pid == 0) {
             close(fd[0]);
-            uintptr_t p = atomic_load(&cur);
-            unsigned long ino = inode_of(p, &acc);
-            unsigned long anchor_ino = inode_of((uintptr_t)anchor, &acc);
+            int p_acc, anchor_acc;
+            unsigned long ino = inode_of(atomic_load(&cur), &p_acc);
+            unsigned long anchor_ino = inode_of((uintptr_t)anchor, &anchor_acc);
             char r = anchor_ino == heap_ino && heap_ino ? 'a'  /* the live object not moved */
-                     : acc && ino == heap_ino           ? 's'  /* the parent's heap */
+                     : p_acc && ino == heap_ino         ? 's'  /* the parent's heap */
                                                         : '.';
             if (write(fd[1], &r, 1) != 1)
                 _exit(2);
