@@ -579,3 +579,23 @@ def test_slow_new_thread_does_not_fail_marks(runner, tmp_path, mark):
     assert v.get("held_reused") == 0 and v.get("released_reused", 0) > 0, res.describe()
     s = stats_of(tmp_path)
     assert s["scan_skipped"] == 0 and s["scan_rounds"] > 0, s
+
+
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
+def test_thread_parking_as_the_stopper_reads_its_mask_does_not_fail_marks(runner, tmp_path,
+                                                                           mark):
+    """The same slow thread, its park handler widened to 5 ms (OSCAR_TEST_PARK_SPIN_US). Once
+    the slow thread unblocks every signal, it takes the park signal; in the handler every
+    signal but the fault ones is blocked until it counts as parked. A stopper that looked at
+    it in that moment read 'blocks the park signal' in /proc and gave up (-EAGAIN), and the
+    short program's marks never came back in time: 'released_reused 0' about 1 run in 20 in
+    CI's debug build, 10 in 10 with the widened window. Giving up now needs the signal to be
+    blocked and still pending: one that was delivered is being handled."""
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"),
+               OSCAR_TEST_PARK_SPIN_US="5000", **MARKS[mark])
+    res = runner.oscar("protect_new_thread_slow", env=env, timeout=120)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    v = parse_values(res.stdout)
+    assert v.get("held_reused") == 0 and v.get("released_reused", 0) > 0, res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_skipped"] == 0 and s["scan_rounds"] > 0, s

@@ -53,6 +53,7 @@ void oscar_init(void) {
     }
     atomic_store(&oscar_init_state, 1);
     options_init(environ);
+    world_test_park_spin_ns = (uint64_t)options_int(OPT_TEST_PARK_SPIN_US) * 1000;
     if (protect_select()) { /* OSCAR_MODE=protect: its own heap, none of the structures below */
         protect_reports_init();
         atomic_store_explicit(&oscar_init_state, 2, memory_order_release);

@@ -21,9 +21,10 @@
  *   4. list the threads again: a thread created by one not yet parked appears now; go back to 2
  *      until a listing finds no new thread. Once every thread is parked no new one can appear.
  * A thread that neither parks nor exits before the timeout (1 s), or that still blocks the
- * park signal after 50 ms (by a raw system call: /proc's SigBlk says so), makes the stop
- * fail: the parked ones are released and world_stop returns -ETIMEDOUT (or -EAGAIN). Its
- * request may still arrive later: the handler then finds no stop in progress and drops it.
+ * park signal after 50 ms, the request still pending (a raw system call: /proc's SigBlk and
+ * SigPnd say so), makes the stop fail: the parked ones are released and world_stop returns
+ * -ETIMEDOUT (or -EAGAIN). Its request may still arrive later: the handler then finds no
+ * stop in progress and drops it.
  *
  * The handler (SA_SIGINFO | SA_RESTART | SA_ONSTACK) records the interrupted stack pointer, the
  * extent of the signal frame (the ucontext and the FPU/vector state the kernel saved beside it:
@@ -187,6 +188,8 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
     os_tgkill(os_getpid(), os_gettid(), sig); /* pending until this handler returns */
 }
 
+uint64_t world_test_park_spin_ns;
+
 static void on_park(int sig, siginfo_t *si, void *ucv) {
     int saved = errno;
     struct slot *s = NULL;
@@ -206,6 +209,9 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         return;
     }
     os_nopark_parked();
+    if (__builtin_expect(world_test_park_spin_ns != 0, 0))
+        for (uint64_t end = os_monotonic_ns() + world_test_park_spin_ns; os_monotonic_ns() < end;)
+            ;
     /* The stop that asked this slot, not world_state.epoch read earlier: a request of a stop
      * that gave up may be handled only now, during the next stop (this thread asked again), and
      * waiting for the old stop's resume would park it for ever. */
@@ -420,9 +426,27 @@ static long ask_known(int pid, long self) {
     return fresh;
 }
 
-/* Waits until every asked thread has parked or gone. 0, or -ETIMEDOUT at the deadline. */
-/* Does thread tid block the park signal (its SigBlk in /proc)? Only a raw system call can
- * do that for long: our wrappers remove it from every mask. */
+/* The hexadecimal signal mask after `field` in world_buf_state.status; false if absent. */
+static bool status_mask(const char *field, uint64_t *mask) {
+    const char *p = strstr(world_buf_state.status, field);
+    if (!p)
+        return false;
+    *mask = 0;
+    for (p += strlen(field); *p == ' ' || *p == '\t'; p++)
+        ;
+    for (;; p++) {
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (d < 0)
+            return true;
+        *mask = *mask << 4 | (uint64_t)d;
+    }
+}
+
+/* Does thread tid block the park signal and leave it pending (SigBlk and SigPnd in /proc)?
+ * Only a raw system call can block it for long: our wrappers remove it from every mask. A
+ * thread in our handler blocks it too (the handler's mask) until it counts as parked, but
+ * the signal it took is no longer pending: judged on the mask alone, a thread parking as the
+ * stopper looked made the stop give up (test_thread_parking_as_the_stopper_reads_its_mask). */
 static bool blocks_park(long tid) {
     char path[64];
     struct fmt f = FMT_INIT(path);
@@ -438,18 +462,9 @@ static bool blocks_park(long tid) {
     if (n <= 0)
         return false;
     world_buf_state.status[n] = 0;
-    const char *p = strstr(world_buf_state.status, "SigBlk:");
-    if (!p)
+    uint64_t mask, pending;
+    if (!status_mask("SigBlk:", &mask) || !status_mask("SigPnd:", &pending))
         return false;
-    uint64_t mask = 0;
-    for (p += 7; *p == ' ' || *p == '\t'; p++)
-        ;
-    for (;; p++) {
-        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
-        if (d < 0)
-            break;
-        mask = mask << 4 | (uint64_t)d;
-    }
     /* One that blocks every signal (the kernel keeps SIGKILL and SIGSTOP out of any mask) and
      * runs (or waits for a CPU) is taken for a thread still starting: glibc makes its threads
      * with every signal blocked until their own mask is set, and on a loaded machine a new
@@ -462,7 +477,7 @@ static bool blocks_park(long tid) {
         if (*st == 'R')
             return false;
     }
-    return (mask >> (world_state.sig - 1)) & 1;
+    return (mask & pending) >> (world_state.sig - 1) & 1;
 }
 
 /* Has the process's first thread left with pthread_exit? The kernel keeps it, a zombie
@@ -482,6 +497,8 @@ static bool leader_gone(int pid) {
     return true;
 }
 
+/* Waits until every asked thread has parked or gone. 0, -ETIMEDOUT at the deadline, or
+ * -EAGAIN (a thread blocks the park signal). */
 static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
     for (;;) {
         uint32_t seen = atomic_load_explicit(&world_state.nparked, memory_order_acquire);
@@ -503,7 +520,8 @@ static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
                     (s->t.tid == pid && leader_gone(pid))) {
                     if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
                         atomic_fetch_sub(&world_state.nexpect, 1);
-                } else if (check_masks && blocks_park(s->t.tid)) {
+                } else if (check_masks && blocks_park(s->t.tid) &&
+                           atomic_load(&s->state) == SLOT_ASKED) {
                     /* (Not sooner, even for a thread that blocked it last time: fork tries
                      * three stops, and one that waits may see the thread unblock it;
                      * fork_stop_gives_up.) */
