@@ -286,7 +286,7 @@ static inline size_t large_extent(size_t i, const struct ph_page *pg, size_t end
  * turns MARKED is noted here; held_read() reads them once the rest is read. Past HELD_MAX
  * notes, it reads every MARKED object again until a reading marks nothing new. Written by
  * whoever marks (the team's threads: an atomic count), read by the marking thread alone. */
-#define HELD_MAX 4096
+#define HELD_MAX 65536
 /* A marked object's name, in a note or a snapshot child's record: page << 16 | slot, the slot
  * NOTE_LARGE for a large object. */
 #define NOTE_LARGE 0xFFFFu

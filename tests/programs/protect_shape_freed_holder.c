@@ -4,7 +4,7 @@
  * program can read the pointer back through it: the object it names must not be handed out
  * either. "chain": two freed holders, the root pointing to the first, the first to the
  * second, the second to the object. "large": the holder is a large object (64 KiB).
- * "many": 6,000 more freed objects held by a live array (more than a mark notes one by one:
+ * "many": 70,000 more freed objects held by a live array (more than a mark notes one by one:
  * it then reads every held object again, scan/mark.c's held_read).
  * Once the pointer is cleared (through the dangling pointer again), the object is reused.
  * See protect_common.h. */
@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
         large |= strcmp(argv[i], "large") == 0;
         many |= strcmp(argv[i], "many") == 0;
     }
-    enum { MANY = 6000 };
+    enum { MANY = 70000 };
     void *volatile *pinned = calloc(MANY, sizeof(void *));
     for (int i = 0; many && i < MANY; i++) {
         pinned[i] = malloc(32);
