@@ -14,7 +14,7 @@ API_PROGRAMS = [
     "api_aligned",                    # posix_memalign 8..1 MiB, EINVAL, aligned_alloc, memalign, valloc, pvalloc
     "api_usable_size_errno_mallopt",  # malloc_usable_size, free keeps errno, mallopt/trim/mallinfo2
     "cxx_new_delete",                 # new[]/delete[], nothrow, bad_alloc, alignas(256)
-    "cxx_delete_keeps_errno",         # every form of delete keeps errno (marks run inside some)
+    "cxx_delete_keeps_errno",         # every delete, and allocations that succeed, keep errno
     "cxx_stl",                        # map, unordered_map, vector, string, shared_ptr
     "fork_isolation",                 # parent/child private copies, both allocate after fork
 ]
