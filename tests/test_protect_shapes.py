@@ -114,6 +114,17 @@ def ids(shapes):
     return ["-".join([p.replace("protect_shape_", "")] + a) for p, a in shapes]
 
 
+def marks_of(tmp_path):
+    """The marks' figures of a run, for a failure's message (which marks ran, were skipped,
+    found objects still referenced), or why there are none."""
+    try:
+        s = json.loads((tmp_path / "stats.json").read_text())
+    except (OSError, ValueError) as e:
+        return "no statistics: %s" % e
+    return "marks: " + ", ".join("%s %s" % (k, v) for k, v in sorted(s.items())
+                                 if k.startswith("scan_") or "quarantined" in k)
+
+
 @pytest.mark.parametrize("mark", sorted(MARKS))
 @pytest.mark.parametrize("program,args", SHAPES, ids=ids(SHAPES))
 def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
@@ -129,7 +140,8 @@ def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
         # (The mover's exited thread leaves its cached stack mapped; a stale copy there may
         # keep the object for a while: conservative, and the control run shows the check can
         # fail.)
-        assert v.get("released_reused", 0) > 0, "never reused once released\n" + res.describe()
+        assert v.get("released_reused", 0) > 0, ("never reused once released\n" + res.describe()
+                                                 + "\n" + marks_of(tmp_path))
     if "completion_returns_freed" in v:  # the program read the pointer back from its ring
         assert v["completion_returns_freed"] == 1, res.describe()
     if "bad_fd" in v:
