@@ -7,12 +7,6 @@ __thread struct os_nopark os_nopark_tls __attribute__((tls_model("initial-exec")
 int os_nopark_signal;
 uint64_t os_nopark_spin_ns;
 
-void os_nopark_spin(void) {
-    uint64_t end = os_monotonic_ns() + os_nopark_spin_ns;
-    while (os_monotonic_ns() < end)
-        __builtin_ia32_pause();
-}
-
 /* The request noted inside the stretch: ask again, now that the thread may park. (If the stop
  * that asked gave up meanwhile, the handler drops the late request, as any late one.) */
 void os_nopark_repark(void) {

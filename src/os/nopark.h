@@ -11,6 +11,7 @@
  * no lock, signal-safe: only the thread itself and its own signal handler touch it. */
 #ifndef OSCAR_OS_NOPARK_H
 #define OSCAR_OS_NOPARK_H
+#include "os/os.h"
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -25,7 +26,6 @@ extern int os_nopark_signal;
  * init), so a test can stop the world or fork in one. */
 extern uint64_t os_nopark_spin_ns;
 
-void os_nopark_spin(void);
 void os_nopark_repark(void);
 
 static inline void os_nopark_enter(void) {
@@ -36,7 +36,7 @@ static inline void os_nopark_enter(void) {
 /* Testing: the spin, where a stretch is at its most fragile. */
 static inline void os_nopark_test_pause(void) {
     if (__builtin_expect(os_nopark_spin_ns != 0, 0))
-        os_nopark_spin();
+        os_spin_ns(os_nopark_spin_ns);
 }
 
 static inline void os_nopark_leave(void) {

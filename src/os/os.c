@@ -530,6 +530,12 @@ uint64_t os_monotonic_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void os_spin_ns(uint64_t ns) {
+    uint64_t end = os_monotonic_ns() + ns;
+    while (os_monotonic_ns() < end)
+        __builtin_ia32_pause();
+}
+
 void os_yield(void) { sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0); }
 
 int os_sigaltstack_get(stack_t *ss) {

@@ -145,6 +145,8 @@ int os_tgkill(int pid, long tid, int sig);
 int os_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void os_futex_wake(_Atomic uint32_t *word, int n);
 uint64_t os_monotonic_ns(void);
+/* Testing: busy-wait ns nanoseconds (signal-safe), to widen a window a test aims at. */
+void os_spin_ns(uint64_t ns);
 void os_yield(void);
 int os_sigaltstack_get(stack_t *ss);
 /* rt_sigprocmask as is: no signal removed from set (the caller does that). */

@@ -210,8 +210,7 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
     }
     os_nopark_parked();
     if (__builtin_expect(world_test_park_spin_ns != 0, 0))
-        for (uint64_t end = os_monotonic_ns() + world_test_park_spin_ns; os_monotonic_ns() < end;)
-            ;
+        os_spin_ns(world_test_park_spin_ns);
     /* The stop that asked this slot, not world_state.epoch read earlier: a request of a stop
      * that gave up may be handled only now, during the next stop (this thread asked again), and
      * waiting for the old stop's resume would park it for ever. */
