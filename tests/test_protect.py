@@ -105,6 +105,14 @@ def stats_of(tmp_path, name="stats.json"):
     return json.loads((tmp_path / name).read_text())
 
 
+def scan_figures(s):
+    """The marks' figures of a run's statistics, whole, for a failure's message (pytest cuts a
+    dict's repr short): which marks ran, were skipped and why (scan_stops_timed_out,
+    scan_stops_refused), what they found still referenced and quarantined."""
+    return "marks: " + ", ".join("%s %s" % (k, v) for k, v in sorted(s.items())
+                                 if k.startswith("scan_") or "quarantined" in k)
+
+
 @pytest.mark.parametrize("mark", sorted(MARKS))
 @pytest.mark.parametrize("program,args", ROOTS, ids=ids(ROOTS))
 def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
@@ -115,7 +123,7 @@ def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
     assert v.get("held_reused") == 0, "reused while a pointer to it was held\n" + res.describe()
     assert v.get("released_reused", 0) > 0, "never reused once released\n" + res.describe()
     s = stats_of(tmp_path)
-    assert s["scan_rounds"] >= 50 and s["scan_skipped"] == 0, s
+    assert s["scan_rounds"] >= 50 and s["scan_skipped"] == 0, scan_figures(s)
     assert s["released_objects"] > 0, s
     assert_mark_kind(s, mark)
 
@@ -544,7 +552,8 @@ def test_main_thread_exit_ends_the_process(runner, tmp_path, mark):
     res = runner.oscar("main_thread_exit", env=env, timeout=60)
     assert res.returncode == 0 and res.stdout == expected.stdout, res.describe()
     s = stats_of(tmp_path)
-    assert s["scan_rounds"] >= 20 and s["scan_skipped"] == 0 and s["released_objects"] > 0, s
+    assert s["scan_rounds"] >= 20 and s["scan_skipped"] == 0 and s["released_objects"] > 0, \
+        scan_figures(s)
 
 
 @pytest.mark.parametrize("mark", ["team", "concurrent-team"])
@@ -562,7 +571,7 @@ def test_slow_helpers_do_not_fail_the_first_mark(runner, tmp_path, mark):
     assert v.get("held_reused") == 0 and v.get("released_reused", 0) > 0, res.describe()
     assert v.get("threads_started", 0) >= 1, res.describe()
     s = stats_of(tmp_path)
-    assert s["scan_skipped"] == 0 and s["scan_team_rounds"] > 0, s
+    assert s["scan_skipped"] == 0 and s["scan_team_rounds"] > 0, scan_figures(s)
     assert_mark_kind(s, mark)
 
 
@@ -583,7 +592,7 @@ def check_slow_thread_marks(runner, tmp_path, env):
     v = parse_values(res.stdout)
     assert v.get("held_reused") == 0 and v.get("released_reused", 0) > 0, res.describe()
     s = stats_of(tmp_path)
-    assert s["scan_skipped"] == 0 and s["scan_rounds"] > 0, s
+    assert s["scan_skipped"] == 0 and s["scan_rounds"] > 0, scan_figures(s)
 
 
 @pytest.mark.parametrize("mark", ["stop", "concurrent"])

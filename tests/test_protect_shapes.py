@@ -10,7 +10,7 @@ import os
 import pytest
 
 from conftest import parse_values
-from test_protect import CONTROL_MARKS, FREQUENT, MARKS, assert_mark_kind
+from test_protect import CONTROL_MARKS, FREQUENT, MARKS, assert_mark_kind, scan_figures
 
 SHAPES = [
     ("protect_shape_altstack_bss", []),      # a global beside another thread's altstack
@@ -35,6 +35,7 @@ SHAPES = [
     ("protect_shape_shared", ["hugetlbshared"]),  # ... shared
     ("protect_shape_other_process", []),     # moved between two shared pages by a child
     ("protect_shape_moving", []),            # moving between global, stack, fresh objects
+    ("protect_shape_juggler", []),           # 12 pointers, 3 threads, every kind, at random
     ("protect_shape_flicker", []),           # words of a live object flicking to it and to 0
     ("protect_shape_signal_move", []),       # a signal handler moving it on a parked thread
     ("protect_shape_vector_register", []),   # a vector register of a spinning thread
@@ -121,8 +122,7 @@ def marks_of(tmp_path):
         s = json.loads((tmp_path / "stats.json").read_text())
     except (OSError, ValueError) as e:
         return "no statistics: %s" % e
-    return "marks: " + ", ".join("%s %s" % (k, v) for k, v in sorted(s.items())
-                                 if k.startswith("scan_") or "quarantined" in k)
+    return scan_figures(s)
 
 
 @pytest.mark.parametrize("mark", sorted(MARKS))
@@ -146,6 +146,8 @@ def test_not_reused_while_pointed_to(runner, tmp_path, program, args, mark):
         assert v["completion_returns_freed"] == 1, res.describe()
     if "bad_fd" in v:
         assert v["bad_fd"] == 0, "open() did not return the lowest descriptor\n" + res.describe()
+    if "moves_over_100" in v:  # the movers moved while marks ran
+        assert v["moves_over_100"] == 1, res.describe()
     if "bad_children" in v:
         assert v["bad_children"] == 0 and v["forks_done"] == 1, res.describe()
     s = json.loads((tmp_path / "stats.json").read_text())

@@ -1044,6 +1044,11 @@ static int stop_world(void) {
     if (err) {
         atomic_store(&mark_state.stopping, 0);
         ph_mark_failed();
+        /* (which: a test's failure, or a user's statistics, then says why marks were skipped) */
+        if (err == -ETIMEDOUT)
+            stats_add(STAT_SCAN_STOPS_TIMED_OUT, 1);
+        else if (err == -EAGAIN)
+            stats_add(STAT_SCAN_STOPS_REFUSED, 1);
     }
     return err;
 }

@@ -168,7 +168,7 @@ static int registered_buffer(struct uring *r, int busy) {
     if (!control)
         syscall(__NR_io_uring_register, r->fd, IORING_UNREGISTER_BUFFERS, NULL, 0);
     clear_stack();
-    printf("released_reused %d\n", churn(m, ROUNDS));
+    printf("released_reused %d\n", released_after(m, churn(m, ROUNDS)));
     return 0;
 }
 
@@ -214,6 +214,6 @@ int main(int argc, char **argv) {
         reap();
     }
     clear_stack();
-    printf("released_reused %d\n", churn(m, ROUNDS));
+    printf("released_reused %d\n", released_after(m, churn(m, ROUNDS)));
     return 0;
 }

@@ -36,6 +36,6 @@ int main(int argc, char **argv) {
     write(pipe_go[1], &c, 1);
     pthread_join(t, NULL);
     clear_stack();
-    report(held, churn(m, ROUNDS));
+    report(held, released_after(m, churn(m, ROUNDS)));
     return 0;
 }

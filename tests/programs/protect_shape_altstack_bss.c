@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     int held = churn(m, ROUNDS);
     g.hold = NULL;
     clear_stack();
-    int released = churn(m, ROUNDS);
+    int released = released_after(m, churn(m, ROUNDS));
     write(pipe_go[1], &c, 1);
     pthread_join(t, NULL);
     report(held, released);

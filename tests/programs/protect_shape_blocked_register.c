@@ -70,6 +70,6 @@ int main(int argc, char **argv) {
     if (block_all)
         usleep(1100 * 1000); /* (marks that could not stop the world wait up to 1 s to retry) */
     clear_stack();
-    report(held, churn(m, ROUNDS));
+    report(held, released_after(m, churn(m, ROUNDS)));
     return 0;
 }

@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
     pthread_join(t, NULL);
     global = NULL;
     clear_stack();
-    int released = churn_closing(m, 1.0, 0, &bad_fd);
+    int released = released_after(m, churn_closing(m, 1.0, 0, &bad_fd));
     report(held, released);
     printf("bad_fd %d\n", bad_fd);
     return 0;

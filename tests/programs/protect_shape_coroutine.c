@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
         masked = make_object();
         hold_below();
         clear_stack();
-        report(held, churn(masked, ROUNDS));
+        report(held, released_after(masked, churn(masked, ROUNDS)));
         return 0;
     }
     char *stacks = mmap(NULL, 2 * STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -79,6 +79,6 @@ int main(int argc, char **argv) {
     swapcontext(&main_ctx, &runner_ctx); /* churn on the upper stack */
     swapcontext(&main_ctx, &holder_ctx); /* the holder drops it */
     clear_stack();
-    report(held, churn(masked, ROUNDS));
+    report(held, released_after(masked, churn(masked, ROUNDS)));
     return 0;
 }

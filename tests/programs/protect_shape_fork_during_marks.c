@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     }
     hold = NULL;
     clear_stack();
-    int released = churn(m, ROUNDS);
+    int released = released_after(m, churn(m, ROUNDS));
     printf("forks_done %d\nbad_children %d\n", atomic_load(&forks) > 0, atomic_load(&bad_children));
     report(held, released);
     return 0;

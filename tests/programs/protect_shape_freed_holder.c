@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     h[3] = NULL;
     h = NULL;
     clear_stack();
-    int released = churn(m, ROUNDS);
+    int released = released_after(m, churn(m, ROUNDS));
     dangling = NULL;
     free((void *)pinned);
     report(held, released);

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     int held = churn(m, ROUNDS);
     holder[0] = NULL;
     clear_stack();
-    int released = churn(m, ROUNDS);
+    int released = released_after(m, churn(m, ROUNDS));
     free((void *)holder);
     report(held, released);
     return 0;

@@ -66,6 +66,6 @@ int main(int argc, char **argv) {
     pthread_join(t, NULL);
     global = NULL;
     clear_stack();
-    report(held, churn(m, ROUNDS));
+    report(held, released_after(m, churn(m, ROUNDS)));
     return 0;
 }

@@ -32,6 +32,6 @@ int main(int argc, char **argv) {
     atomic_store(&stop, 1);
     pthread_join(t, NULL);
     clear_stack();
-    report(held, churn(m, ROUNDS));
+    report(held, released_after(m, churn(m, ROUNDS)));
     return 0;
 }

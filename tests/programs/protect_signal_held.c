@@ -39,6 +39,6 @@ int main(int argc, char **argv) {
            got == SIGRTMIN + 1 && ((uintptr_t)si.si_value.sival_ptr ^ MASK) == m);
     memset(&si, 0, sizeof si);
     clear_stack();
-    printf("released_reused %d\n", churn(m, ROUNDS));
+    printf("released_reused %d\n", released_after(m, churn(m, ROUNDS)));
     return 0;
 }
