@@ -606,3 +606,25 @@ def test_thread_parking_as_the_stopper_reads_its_mask_does_not_fail_marks(runner
     CI's debug build, 10 in 10 with the widened window. Giving up now needs the signal to be
     blocked and still pending: one that was delivered is being handled."""
     check_slow_thread_marks(runner, tmp_path, dict(MARKS[mark], OSCAR_TEST_PARK_SPIN_US="5000"))
+
+
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
+def test_thread_leaving_the_park_handler_as_the_next_stop_asks_does_not_fail_marks(runner,
+                                                                                  tmp_path,
+                                                                                  mark):
+    """A thread resumed by one stop but not yet out of Oscar's park handler (a loaded machine
+    gives it no CPU; OSCAR_TEST_PARK_SPIN_US=60000 widens that moment to 60 ms) still has the
+    handler's mask when the next stop asks it, so the request waits, blocked and pending. The
+    stopper took it for a thread that blocks the park signal and gave up (scan_stops_refused
+    1 in both kinds of mark; the parking test above failed so once, scan_skipped 2, while the
+    machine was loaded). A thread whose mask is the handler's takes the request as soon as it
+    leaves: it is waited for."""
+    env = dict(FREQUENT, OSCAR_QUARANTINE_FLOOR_KIB="64", OSCAR_TEST_PARK_SPIN_US="60000",
+               OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    res = runner.oscar("protect_new_thread_slow", env=env, timeout=120)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    v = parse_values(res.stdout)
+    assert v.get("held_reused") == 0 and v.get("released_reused", 0) > 0, res.describe()
+    s = stats_of(tmp_path)
+    assert s["scan_stops_refused"] == 0 and s["scan_skipped"] == 0, scan_figures(s)
+    assert s["scan_rounds"] >= 2, scan_figures(s)

@@ -67,6 +67,7 @@ struct slot {
 static struct {
     oscar_lock lock;           /* the world lock: world_stop takes it, world_resume releases */
     int sig;                   /* the park signal (constant) */
+    uint64_t handler_mask;     /* what the park handler blocks, as /proc's SigBlk (constant) */
     atomic_bool ready;         /* world_init done (set once, under the world lock) */
     _Atomic uint32_t epoch;    /* stops so far */
     _Atomic uint32_t resumed;  /* futex: == epoch once the parked threads may go */
@@ -234,6 +235,8 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
     while ((int32_t)((r = atomic_load_explicit(&world_state.resumed, memory_order_acquire)) -
                      epoch) < 0)
         os_futex_wait(&world_state.resumed, r, 0);
+    if (__builtin_expect(world_test_park_spin_ns != 0, 0))
+        os_spin_ns(world_test_park_spin_ns); /* (resumed, still in the handler: its mask) */
     errno = saved;
 }
 
@@ -266,6 +269,10 @@ int world_init(void) {
         sigfillset(&sa.sa_mask);
         sigdelset(&sa.sa_mask, SIGSEGV);
         sigdelset(&sa.sa_mask, SIGBUS);
+        /* (signal n is bit n - 1, as in /proc; the kernel never blocks SIGKILL or SIGSTOP) */
+        for (int n = 1; n <= 64; n++)
+            if (n != SIGKILL && n != SIGSTOP && sigismember(&sa.sa_mask, n) == 1)
+                world_state.handler_mask |= 1ull << (n - 1);
         /* The thread that starts Oscar (usually the program's only one yet) is known from
          * the first stop on: asked before the listing opens its descriptor. */
         world_state.known[world_state.nknown++] = (int32_t)os_gettid();
@@ -445,7 +452,10 @@ static bool status_mask(const char *field, uint64_t *mask) {
  * Only a raw system call can block it for long: our wrappers remove it from every mask. A
  * thread in our handler blocks it too (the handler's mask) until it counts as parked, but
  * the signal it took is no longer pending: judged on the mask alone, a thread parking as the
- * stopper looked made the stop give up (test_thread_parking_as_the_stopper_reads_its_mask). */
+ * stopper looked made the stop give up (test_thread_parking_as_the_stopper_reads_its_mask).
+ * A thread resumed by the last stop and not out of the handler yet (no CPU for it) has this
+ * stop's request pending as well: it takes it as it leaves, and is waited for
+ * (test_thread_leaving_the_park_handler_as_the_next_stop_asks). */
 static bool blocks_park(long tid) {
     char path[64];
     struct fmt f = FMT_INIT(path);
@@ -476,6 +486,11 @@ static bool blocks_park(long tid) {
         if (*st == 'R')
             return false;
     }
+    /* In our handler: its mask, and the fault signals it leaves open still open (a thread
+     * that blocks every signal by a raw system call blocks those too). */
+    uint64_t faults = 1ull << (SIGSEGV - 1) | 1ull << (SIGBUS - 1);
+    if ((mask & world_state.handler_mask) == world_state.handler_mask && !(mask & faults))
+        return false;
     return (mask & pending) >> (world_state.sig - 1) & 1;
 }
 

@@ -40,7 +40,8 @@ const struct world_thread *world_thread_at(size_t i);
 void world_resume(void);
 int world_park_signal(void);          /* the signal number used to park */
 /* Testing (OSCAR_TEST_PARK_SPIN_US; set once at init): nanoseconds a thread that took the
- * park signal spins before it counts as parked. */
+ * park signal spins before it counts as parked, and again once resumed, before it leaves the
+ * handler. */
 extern uint64_t world_test_park_spin_ns;
 /* The calling thread (one of Oscar's own, that holds no lock and no pointer of the program's)
  * is left running by every stop from now on. false: the table (WORLD_EXEMPT_MAX) is full.
