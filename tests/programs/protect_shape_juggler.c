@@ -2,7 +2,8 @@
  * freed objects of their own (16 bytes to 100 KiB: small classes and a large object) at
  * random between kinds of root: a global, the thread's TLS, its stack, the program's own
  * anonymous mapping, a fresh heap object (freed once the pointer left it), a fresh large
- * object, and on the way a general or a vector register while the thread spins. Every move
+ * object, and on the way a general or a vector register while the thread spins; a box that
+ * holds one may be grown or shrunk by realloc (the pointer copied with it). Every move
  * writes the new place before it clears the old one, so at every instant some root holds each
  * pointer, whatever a mark (stopped, concurrent, snapshot) reads when. Now and then a thread
  * drops one of its pointers and frees a new object in its place, so objects are freed while
@@ -127,6 +128,19 @@ static void drop(struct mover *m, int k, int i) {
 
 static void move(struct mover *m, int k, int i, void *volatile *stack_slots) {
     uint64_t r = next_rand(&m->seed);
+    if (m->box[k] && (r >> 60) % 4 == 0) {
+        /* The box it lies in, grown or shrunk by realloc: moved (copied, the old one freed)
+         * or not, the word kept. */
+        size_t at = (size_t)(m->at[k] - m->box[k]), words = at + 1 + (r >> 8) % 20000;
+        void *volatile *grown = realloc((void *)m->box[k], words * sizeof(void *));
+        if (!grown)
+            return;
+        atomic_fetch_add(&held_hits, is_held((void *)grown, NULL, N));
+        m->box[k] = grown;
+        m->at[k] = &grown[at];
+        atomic_fetch_add_explicit(&moves, 1, memory_order_relaxed);
+        return;
+    }
     void *volatile *to, *volatile *box = NULL;
     switch ((enum kind)(r % KINDS)) {
     case GLOBAL:
