@@ -58,13 +58,16 @@ def sweep(progs, ready, clean_env, timeout, rejected=None, quick=False, smoke=Fa
                 tail = r.stderr_tail.strip()
                 row["note"] = tail.splitlines()[-1][:160] if tail else ""
             for key in ("scan_rounds", "scan_skipped", "scan_pause_us_median",
-                        "scan_pause_us_max", "scan_bytes", "scan_still_referenced",
+                        "scan_pause_us_max", "scan_bytes", "scan_us", "scan_still_referenced",
                         "peak_snapshot_copy_bytes"):
                 if key in r.oscar:
                     row[key] = r.oscar[key]
             if row.get("scan_rounds") and row.get("scan_bytes"):
                 row["scan_mib_per_round"] = row["scan_bytes"] / row["scan_rounds"] / 2**20
-                if row.get("scan_pause_us_median"):
+                if row.get("scan_us"):
+                    # bytes read per second of marking (Oscar's scan_us: every kind of mark)
+                    row["scan_gib_per_s"] = row["scan_bytes"] / 2**30 / (row["scan_us"] / 1e6)
+                elif row.get("scan_pause_us_median"):
                     # MiB scanned per round over the median stop: the marking rate, as far as
                     # the counters tell it (exact for a stop-the-world mark)
                     row["scan_gib_per_s"] = (row["scan_mib_per_round"] / 1024
@@ -81,7 +84,7 @@ def _ms(us):
 
 
 COLUMNS = ["allocator", "live_mib", "status", "time_s", "mem_mib", "scan_rounds", "scan_skipped",
-           "scan_pause_us_median", "scan_pause_us_max", "scan_bytes", "scan_mib_per_round",
+           "scan_pause_us_median", "scan_pause_us_max", "scan_bytes", "scan_us", "scan_mib_per_round",
            "scan_gib_per_s", "scan_still_referenced", "peak_snapshot_copy_bytes", "note"]
 
 

@@ -14,7 +14,8 @@ COLUMNS = ["workload", "allocator", "status", "runs", "time_s", "time_ratio", "m
            "syscalls_source",
            # stops of the world (Oscar's protect mode counters, MarkUs's log)
            "scan_rounds", "scan_skipped", "scan_pause_us_median", "scan_pause_us_max",
-           "scan_bytes", "scan_mib_per_round", "scan_still_referenced", "peak_quarantined_bytes"]
+           "scan_bytes", "scan_mib_per_round", "scan_gib_per_s", "scan_still_referenced",
+           "peak_quarantined_bytes"]
 
 
 def server_workloads(rows_list, workloads):
@@ -133,7 +134,8 @@ def markdown(rows_list, allocators, workloads, meta):
     scanned = [a for a in allocators if any(rows.get((w, a), {}).get("scan_rounds")
                                             for w in workloads)]
     if scanned:
-        lines.append("### Stops of the world (marks): count, median and max ms, MiB scanned per mark")
+        lines.append("### Stops of the world (marks): count, median and max ms, MiB scanned per "
+                     "mark, GiB marked per second of marking")
         lines.append("")
         lines.append("| workload | %s |" % " | ".join(scanned))
         lines.append("|---|%s" % ("---:|" * len(scanned)))
@@ -150,8 +152,10 @@ def markdown(rows_list, allocators, workloads, meta):
                     continue
                 ms = lambda k: ("%.1f" % (r[k] / 1000.0)) if r.get(k) is not None else ""  # noqa: E731
                 mib = ("%.0f" % r["scan_mib_per_round"]) if r.get("scan_mib_per_round") else ""
-                cells.append("%d / %s / %s / %s" % (r["scan_rounds"], ms("scan_pause_us_median"),
-                                                    ms("scan_pause_us_max"), mib))
+                rate = ("%.1f" % r["scan_gib_per_s"]) if r.get("scan_gib_per_s") else ""
+                cells.append("%d / %s / %s / %s / %s" % (r["scan_rounds"],
+                                                         ms("scan_pause_us_median"),
+                                                         ms("scan_pause_us_max"), mib, rate))
             lines.append("| %s | %s |" % (w, " | ".join(cells)))
         lines.append("")
     oscars = [a for a in allocators if any(rows.get((w, a), {}).get("syscalls_per_1k_allocs")

@@ -169,6 +169,8 @@ def aggregate(workload, allocator, results, baseline, kind=None):
             row[key] = med(vals)
     if row.get("scan_rounds") and row.get("scan_bytes"):
         row["scan_mib_per_round"] = row["scan_bytes"] / row["scan_rounds"] / 2**20
+        if row.get("scan_us"):  # the marking rate: bytes read per second of marking
+            row["scan_gib_per_s"] = row["scan_bytes"] / 2**30 / (row["scan_us"] / 1e6)
     if kind == "server":
         # The figure is throughput (higher is better); the run time is fixed by the load
         # tool's duration, so it gets no time ratio.
@@ -197,7 +199,7 @@ def aggregate(workload, allocator, results, baseline, kind=None):
 
 
 SCAN_KEYS = ["scan_rounds", "scan_skipped", "scan_pause_us_median", "scan_pause_us_max",
-             "scan_bytes", "scan_still_referenced", "peak_quarantined_bytes"]
+             "scan_bytes", "scan_us", "scan_still_referenced", "peak_quarantined_bytes"]
 
 
 def count_peer_syscalls(rows, workloads, commands, ready, work, timeout):
