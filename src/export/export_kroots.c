@@ -1,9 +1,10 @@
 /* export_kroots: the calls that hand the kernel a pointer it keeps, noted for the mark
  * (scan/kroots.h): an epoll instance, or a copy of its descriptor (the user data of its
- * registrations are roots), a POSIX timer (its sigevent's value), and a signal queued to the
- * process itself (its value, while pending). libc's functions do
- * the work; errno is theirs. Cheap in every mode (one scan of a table of 1024 ints for a copy
- * of a descriptor; nothing for fcntl's other commands). */
+ * registrations are roots), a POSIX timer (its sigevent's value), a signal queued to the
+ * process itself (its value, while pending), and a pipe or a stream socket pair (what is
+ * written to it and not read yet). libc's functions do the work; errno is theirs. Cheap in
+ * every mode (a scan of two tables of 1024 ints for a copy of a descriptor; nothing for
+ * fcntl's other commands). */
 #define _GNU_SOURCE
 #include "base/core.h"
 #include "export/real.h"
@@ -14,6 +15,7 @@
 #include <stdarg.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,11 +29,15 @@ DECLARE(int, fcntl64, int, int, void *)
 DECLARE(int, timer_create, clockid_t, struct sigevent *, timer_t *)
 DECLARE(int, sigqueue, pid_t, int, const union sigval)
 DECLARE(int, pthread_sigqueue, pthread_t, int, const union sigval)
+DECLARE(int, pipe, int *)
+DECLARE(int, pipe2, int *, int)
+DECLARE(int, socketpair, int, int, int, int *)
 
 __attribute__((constructor)) static void find_real_functions(void) {
     void *all[] = {real_fn_epoll_create(), real_fn_epoll_create1(), real_fn_dup(),
                    real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(), real_fn_fcntl64(),
-                   real_fn_timer_create(), real_fn_sigqueue(), real_fn_pthread_sigqueue()};
+                   real_fn_timer_create(), real_fn_sigqueue(), real_fn_pthread_sigqueue(),
+                   real_fn_pipe(), real_fn_pipe2(), real_fn_socketpair()};
     (void)all;
 }
 
@@ -52,7 +58,37 @@ OSCAR_EXPORT int epoll_create1(int flags) {
 static int copied(int old, int got) {
     if (got >= 0 && kroots_is_epoll(old))
         kroots_note_epoll(got);
+    if (got >= 0 && kroots_is_stream(old))
+        kroots_note_stream(got);
     return got;
+}
+
+/* A pipe's read end: a pointer written to the pipe and not read yet lies only in the kernel
+ * (one thread handing objects to another through a pipe, or to itself). */
+OSCAR_EXPORT int pipe(int fds[2]) {
+    int r = real_fn_pipe()(fds);
+    if (r == 0)
+        kroots_note_stream(fds[0]);
+    return r;
+}
+
+OSCAR_EXPORT int pipe2(int fds[2], int flags) {
+    int r = real_fn_pipe2()(fds, flags);
+    if (r == 0)
+        kroots_note_stream(fds[0]);
+    return r;
+}
+
+/* Both ends of a stream socket pair (each receives what the other sends). Datagram and
+ * sequenced-packet pairs are not read: a peek of one takes its pending error (README,
+ * Limitations). */
+OSCAR_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) {
+    int r = real_fn_socketpair()(domain, type, protocol, fds);
+    if (r == 0 && domain == AF_UNIX && (type & 0xf) == SOCK_STREAM) {
+        kroots_note_stream(fds[0]);
+        kroots_note_stream(fds[1]);
+    }
+    return r;
 }
 
 OSCAR_EXPORT int dup(int old) { return copied(old, real_fn_dup()(old)); }

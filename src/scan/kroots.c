@@ -7,12 +7,20 @@
 #include "os/os.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #define KROOTS_EPOLL_MAX 1024 /* epoll instances noted at once */
 #define KROOTS_BATCH 512      /* user data values handed to the walk at a time */
 #define KROOTS_SIGNALS_MAX 256 /* queued signals' values noted at once */
 #define KROOTS_RINGS_MAX 64    /* io_uring descriptors read at once */
+#define KROOTS_STREAMS_MAX 1024 /* pipes and socket pairs noted at once */
+#define STREAM_CHUNK 4096       /* a stream's bytes turned into values at a time */
 
 static struct {
     /* fd + 1 of each noted epoll instance, 0 for a free slot: taken by compare-and-swap from
@@ -35,12 +43,25 @@ static struct {
     int ring_fd[KROOTS_RINGS_MAX];
     unsigned nrings;
     bool rings_overflow; /* more ring descriptors than ring_fd holds */
+    /* The read ends of the pipes and the ends of the stream socket pairs the program made:
+     * sfd[i] fd + 1, 0 for a free slot, taken by compare-and-swap to -1 (kroots_note_stream,
+     * any thread), then its inode stored and sfd set; cleared by kroots_for_each once the
+     * descriptor is closed or is another file's. */
+    atomic_int sfd[KROOTS_STREAMS_MAX];
+    _Atomic uint64_t sino[KROOTS_STREAMS_MAX];
+    atomic_bool stream_overflow; /* a note found no free slot: never cleared (every_stream) */
     /* The walk's (the marking thread's, world stopped; in liboscar.so's own data, so not a
      * root itself): the fdinfo file's lines, and the values read from it. */
     char buf[MAPS_BUF];
     uintptr_t values[KROOTS_BATCH];
     size_t n;
     char name[64]; /* "user data of epoll descriptor N" (OSCAR_DANGLING=report names it) */
+    /* A stream's bytes (stream_bytes): the last 7 of the chunk before, then a chunk; and
+     * /proc/self/fd's entries when every stream is looked for (every_stream). */
+    unsigned char carry[7];
+    size_t ncarry;
+    unsigned char joined[7 + STREAM_CHUNK];
+    char dents[4096];
     roots_fn fn;
     void *arg;
 } kroots_state;
@@ -78,6 +99,48 @@ void kroots_note_signal(int sig, uintptr_t value) {
         }
     }
     atomic_store(&kroots_state.sig_overflow, true);
+}
+
+bool kroots_is_stream(int fd) {
+    for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++)
+        if (atomic_load_explicit(&kroots_state.sfd[i], memory_order_acquire) == fd + 1)
+            return true;
+    return false;
+}
+
+/* Takes slot i from `expected` (0: free; or a stale note) for fd, its inode ino. */
+static bool take_stream_slot(unsigned i, int expected, int fd, uint64_t ino) {
+    if (!atomic_compare_exchange_strong(&kroots_state.sfd[i], &expected, -1))
+        return false;
+    atomic_store_explicit(&kroots_state.sino[i], ino, memory_order_relaxed);
+    atomic_store_explicit(&kroots_state.sfd[i], fd + 1, memory_order_release);
+    return true;
+}
+
+void kroots_note_stream(int fd) {
+    uint64_t dev, ino;
+    if (fd < 0 || os_fd_id(fd, &dev, &ino) != 0)
+        return;
+    for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++)
+        if (atomic_load_explicit(&kroots_state.sfd[i], memory_order_acquire) == fd + 1) {
+            /* (a number closed and given to this stream since: its inode is this one's) */
+            atomic_store_explicit(&kroots_state.sino[i], ino, memory_order_relaxed);
+            return;
+        }
+    for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++)
+        if (take_stream_slot(i, 0, fd, ino))
+            return;
+    /* Full: a note of a descriptor closed (or another file's) since is taken over. */
+    for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++) {
+        int v = atomic_load_explicit(&kroots_state.sfd[i], memory_order_acquire);
+        uint64_t d, n;
+        if (v > 0 &&
+            (os_fd_id(v - 1, &d, &n) != 0 ||
+             n != atomic_load_explicit(&kroots_state.sino[i], memory_order_relaxed)) &&
+            take_stream_slot(i, v, fd, ino))
+            return;
+    }
+    atomic_store(&kroots_state.stream_overflow, true);
 }
 
 static void flush(void) {
@@ -353,6 +416,195 @@ static int io_uring_roots(void) {
     return kroots_state.rings_overflow ? -ENOSPC : 0;
 }
 
+/* Bytes of a stream, read a chunk at a time: the words at every byte offset are roots (the
+ * stream's alignment is the writer's: what was read before may be any length). The last 7
+ * bytes of a chunk are kept in front of the next, for the words across the two. */
+static void stream_bytes(const unsigned char *p, size_t n) {
+    unsigned char *joined = kroots_state.joined;
+    while (n) {
+        size_t take = n < STREAM_CHUNK ? n : STREAM_CHUNK;
+        memcpy(joined, kroots_state.carry, kroots_state.ncarry);
+        memcpy(joined + kroots_state.ncarry, p, take);
+        size_t len = kroots_state.ncarry + take;
+        for (size_t at = 0; at + sizeof(uintptr_t) <= len; at++) {
+            uintptr_t v;
+            memcpy(&v, joined + at, sizeof v);
+            add_value(v);
+        }
+        kroots_state.ncarry = len < 7 ? len : 7;
+        memcpy(kroots_state.carry, joined + len - kroots_state.ncarry, kroots_state.ncarry);
+        p += take;
+        n -= take;
+    }
+}
+
+/* What a pipe holds, through a pipe of our own that tee(2) fills without taking anything
+ * from the program's (made and closed while the world is stopped: no thread of the program
+ * can open a descriptor meanwhile). 0 or -errno (-EMSGSIZE: not all of it could be read). */
+static int pipe_pending(int fd, long pending) {
+    int t[2];
+    long r = os_syscall(SYS_pipe2, (long)t, O_CLOEXEC | O_NONBLOCK, 0, 0, 0);
+    if (r == -EMFILE) {
+        /* The program uses every descriptor it may: two more for this moment, if the hard
+         * limit leaves room (the soft limit put back at once; no thread of the program runs
+         * meanwhile). */
+        struct rlimit64 lim, more;
+        if (os_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&lim, 0) == 0 &&
+            lim.rlim_cur + 2 <= lim.rlim_max) {
+            more.rlim_cur = lim.rlim_cur + 2;
+            more.rlim_max = lim.rlim_max;
+            if (os_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&more, 0, 0) == 0) {
+                r = os_syscall(SYS_pipe2, (long)t, O_CLOEXEC | O_NONBLOCK, 0, 0, 0);
+                os_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&lim, 0, 0);
+            }
+        }
+    }
+    if (r < 0)
+        return (int)r;
+    long size = os_syscall(SYS_fcntl, fd, F_GETPIPE_SZ, 0, 0, 0);
+    if (size > 0)
+        os_syscall(SYS_fcntl, t[1], F_SETPIPE_SZ, size, 0, 0);
+    long got = os_syscall(SYS_tee, fd, t[1], pending, SPLICE_F_NONBLOCK, 0);
+    long read_total = 0;
+    while (got > 0 && read_total < got) {
+        long n = os_read(t[0], kroots_state.buf, sizeof kroots_state.buf);
+        if (n <= 0)
+            break;
+        stream_bytes((const unsigned char *)kroots_state.buf, (size_t)n);
+        read_total += n;
+    }
+    os_close(t[0]);
+    os_close(t[1]);
+    if (got < 0)
+        return got == -EAGAIN ? 0 : (int)got; /* (EAGAIN: taken meanwhile by another process) */
+    return got < pending || read_total < got ? -EMSGSIZE : 0;
+}
+
+/* What a stream socket holds, peeked (MSG_PEEK) from its start to its end with the peek
+ * offset (SO_PEEK_OFF), which is put back as it was. Never past the end: a read that finds
+ * nothing left takes the socket's pending error, which is the program's. */
+static int socket_pending(int fd, long pending) {
+    int old = -1, zero = 0;
+    socklen_t len = sizeof old;
+    if (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, (long)&old, (long)&len) < 0)
+        return -EMSGSIZE;
+    if (os_syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, (long)&zero, sizeof zero) < 0)
+        return -EMSGSIZE;
+    long total = 0;
+    int err = 0;
+    while (total < pending) {
+        struct iovec iov = {kroots_state.buf, sizeof kroots_state.buf};
+        if ((long)iov.iov_len > pending - total)
+            iov.iov_len = (size_t)(pending - total);
+        struct msghdr msg;
+        memset(&msg, 0, sizeof msg);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        long n = os_syscall(SYS_recvmsg, fd, (long)&msg, MSG_PEEK | MSG_DONTWAIT, 0, 0);
+        if (n <= 0) {
+            err = n < 0 && n != -EAGAIN ? (int)n : -EMSGSIZE;
+            break;
+        }
+        stream_bytes((const unsigned char *)kroots_state.buf, (size_t)n);
+        total += n;
+    }
+    os_syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, (long)&old, sizeof old);
+    return err;
+}
+
+/* The bytes pending in noted stream i (descriptor fd), as roots named after it. 0, -ESTALE
+ * (closed, or another file's now: forget it) or -errno. */
+static int stream_pending(int fd, uint64_t ino) {
+    int pending = 0;
+    long r = os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0);
+    if (r < 0)
+        return r == -EBADF || r == -ENOTTY || r == -EINVAL ? -ESTALE : (int)r;
+    if (pending <= 0)
+        return 0;
+    struct stat st;
+    if (os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 || (uint64_t)st.st_ino != ino)
+        return -ESTALE;
+    bool pipe = S_ISFIFO(st.st_mode);
+    if (!pipe && !S_ISSOCK(st.st_mode))
+        return -ESTALE;
+    struct fmt g = FMT_INIT(kroots_state.name);
+    fmt_str(&g, pipe ? "data pending in pipe descriptor " : "data pending in socket descriptor ");
+    fmt_u64(&g, (uint64_t)fd);
+    fmt_char(&g, 0);
+    kroots_state.n = 0;
+    kroots_state.ncarry = 0;
+    int err = pipe ? pipe_pending(fd, pending) : socket_pending(fd, pending);
+    flush();
+    return err;
+}
+
+/* Once more pipes and socket pairs were made than could be noted: every pipe's read end and
+ * every stream socket of the process's, from /proc/self/fd (a system call or two each, at
+ * every mark: slower, never wrong). 0 or -errno. */
+static int every_stream(void) {
+    long dir = os_open_dir("/proc/self/fd");
+    if (dir < 0)
+        return (int)dir;
+    char *dents = kroots_state.dents; /* (buf holds what a stream is read into) */
+    long n;
+    int err = 0;
+    while (!err && (n = os_getdents((int)dir, dents, sizeof kroots_state.dents)) > 0) {
+        for (long off = 0; off < n && !err;) {
+            struct os_dirent *d = (void *)(dents + off);
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9')
+                continue;
+            int fd = (int)dec_value(d->name);
+            char path[64], link[64];
+            struct fmt f = FMT_INIT(path);
+            fmt_str(&f, "/proc/self/fd/");
+            fmt_str(&f, d->name);
+            fmt_char(&f, 0);
+            if (fd == (int)dir || os_readlink(path, link, sizeof link) <= 0)
+                continue;
+            bool pipe = strncmp(link, "pipe:[", 6) == 0;
+            if (!pipe && strncmp(link, "socket:[", 8) != 0)
+                continue;
+            if (pipe && (os_syscall(SYS_fcntl, fd, F_GETFL, 0, 0, 0) & O_ACCMODE) == O_WRONLY)
+                continue;
+            int domain = 0, type = 0;
+            socklen_t len = sizeof domain;
+            if (!pipe && (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, (long)&domain,
+                                     (long)&len) < 0 ||
+                          os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type,
+                                     (long)&len) < 0 ||
+                          domain != AF_UNIX || type != SOCK_STREAM))
+                continue;
+            err = stream_pending(fd, dec_value(link + (pipe ? 6 : 8)));
+            if (err == -ESTALE)
+                err = 0;
+        }
+    }
+    os_close((int)dir);
+    return err ? err : n < 0 ? (int)n : 0;
+}
+
+/* Data written to the program's own pipes and stream socket pairs and not read yet: a
+ * pointer sent from one thread to another (or to itself) lies only in the kernel meanwhile.
+ * A noted descriptor closed (or another file's) is forgotten. */
+static int stream_roots(void) {
+    if (atomic_load(&kroots_state.stream_overflow))
+        return every_stream();
+    for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++) {
+        int v = atomic_load_explicit(&kroots_state.sfd[i], memory_order_acquire);
+        if (v <= 0)
+            continue;
+        int err = stream_pending(v - 1, atomic_load_explicit(&kroots_state.sino[i],
+                                                             memory_order_relaxed));
+        if (err == -ESTALE)
+            atomic_compare_exchange_strong(&kroots_state.sfd[i], &v, 0);
+        else if (err)
+            return err;
+    }
+    /* (a note that found no room meanwhile: its stream was not read) */
+    return atomic_load(&kroots_state.stream_overflow) ? every_stream() : 0;
+}
+
 int kroots_for_each(roots_fn fn, void *arg) {
     bool first = !kroots_state.searched;
     if (first) {
@@ -392,6 +644,8 @@ int kroots_for_each(roots_fn fn, void *arg) {
     int err = queued_signals();
     if (!err)
         err = io_uring_roots();
+    if (!err)
+        err = stream_roots();
     if (err)
         return err;
     return atomic_load(&kroots_state.overflow) ? -ENOSPC : 0;

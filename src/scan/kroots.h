@@ -15,7 +15,9 @@
  * overflow list, which the ring's /proc/self/fdinfo/<fd> lists with the buffers registered
  * with the ring (the kernel may write into one after the program freed it): both are scanned
  * too (rings are found from their mappings; liburing makes its system calls itself, so no
- * wrapper sees them made). The user data of an io_uring request still in flight and pointers
+ * wrapper sees them made). What was written to the pipes and stream socket pairs the program
+ * made (noted by the wrappers of pipe, pipe2 and socketpair) and not read yet is read at every
+ * mark, tee(2)'d or peeked, and its words at every byte offset scanned. The user data of an io_uring request still in flight and pointers
  * the program hides are not seen (README, Limitations). */
 #ifndef OSCAR_SCAN_KROOTS_H
 #define OSCAR_SCAN_KROOTS_H
@@ -34,6 +36,11 @@ void kroots_note_signal(int sig, uintptr_t value);
 void kroots_rings(uint64_t digest);
 /* fd is an epoll instance's that was noted: copies are noted as well (dup). */
 bool kroots_is_epoll(int fd);
+/* fd is the read end of a pipe, or an end of a stream socket pair, the program made (pipe,
+ * pipe2, socketpair; or a copy of one): what is written to it and not read yet is a root
+ * (any thread, lock-free; signal-safe). */
+void kroots_note_stream(int fd);
+bool kroots_is_stream(int fd);
 /* Calls fn on the user data of every registration of every noted epoll instance, and on the
  * timers' values, in batches (kind ROOT_KERNEL). Forgets instances whose descriptor is
  * closed. From roots_for_each: the marking thread with the world stopped, one walk at a time
@@ -42,6 +49,8 @@ bool kroots_is_epoll(int fd);
  * 0, or -errno (then no proof holds): -ENOSPC when the program had more epoll instances than
  * could be noted (or more queued signals, while any signal is pending, or more io_urings
  * than are read), -ENOTSUP when it made a timer and the kernel has no /proc/self/timers,
- * -EBUSY when an io_uring's buffers could not be listed (its lock stayed busy). */
+ * -EBUSY when an io_uring's buffers could not be listed (its lock stayed busy), -EMSGSIZE
+ * when what a pipe or socket pair holds could not be read whole, -EMFILE when no descriptor
+ * was left to read a pipe through. */
 int kroots_for_each(roots_fn fn, void *arg);
 #endif

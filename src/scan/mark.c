@@ -1143,6 +1143,8 @@ static void finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
                   : err == -ENOTSUP ? "the kernel does not list the program's timers"
                   : err == -ECHILD  ? "the snapshot's child process failed"
                   : err == -EBUSY ? "an io_uring's buffers could not be listed (its lock was busy)"
+                  : err == -EMSGSIZE ? "what a pipe or socket pair holds could not be read whole"
+                  : err == -EMFILE ? "no descriptor was left to read a pipe through"
                                   : "cannot read the process's mappings");
         stats_add(STAT_SCAN_SKIPPED, 1);
         return;

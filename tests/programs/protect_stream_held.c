@@ -1,0 +1,121 @@
+/* A pointer only the kernel holds: the only pointer to a freed object was written to a pipe
+ * (or a stream socket pair) and not read back yet, as one thread hands objects to another
+ * through a pipe. Three bytes go first, so the pointer lies at no 8-byte boundary of the
+ * stream. The program's own copy is masked (protect_common.h). Prints how often a new
+ * allocation of the object's class was the freed object while it was in flight
+ * ("held_reused", 0), whether reading the stream gives the freed address back
+ * ("stream_returns_freed 1"), then, the pointer read and dropped, how often the object was
+ * handed out again ("released_reused", > 0).
+ *
+ * Protect mode notes the pipes and stream socket pairs the program makes and reads what they
+ * hold as roots at every mark (scan/kroots.h): the pipe's through tee(2), the socket's by
+ * peeking. Arguments:
+ *   socket   a stream socket pair instead of a pipe
+ *   dup      the pipe's read end lives on as a copy (dup2), the first closed
+ *   peekoff  the program set the socket's peek offset itself (SO_PEEK_OFF 1): it must be
+ *            as it was after the marks ("peek_offset_kept 1")
+ *   many     1100 pipes are made first (and kept): more than Oscar notes, so its marks read
+ *            every pipe of /proc/self/fd instead ("unsupported" where RLIMIT_NOFILE's hard
+ *            limit leaves no room for them)
+ *   control  nothing is written: held_reused > 0 (the check can fail) */
+#define _GNU_SOURCE
+#include "protect_common.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MANY 1100
+
+static int has(int argc, char **argv, const char *what) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], what) == 0)
+            return 1;
+    return 0;
+}
+
+/* The object's address into the stream, unmasked only in this frame (cleared after). */
+__attribute__((noinline)) static void send_pointer(int fd, uintptr_t masked) {
+    unsigned char msg[3 + sizeof(uintptr_t)] = {'a', 'b', 'c'};
+    uintptr_t p = masked ^ MASK;
+    memcpy(msg + 3, &p, sizeof p);
+    if (write(fd, msg, sizeof msg) != (ssize_t)sizeof msg)
+        exit(2);
+    memset(msg, 0, sizeof msg);
+    p = 0;
+}
+
+/* The pointer read back: is it the object's? (compared masked) */
+__attribute__((noinline)) static int receive_pointer(int fd, uintptr_t masked) {
+    unsigned char msg[3 + sizeof(uintptr_t)];
+    size_t got = 0;
+    while (got < sizeof msg) {
+        ssize_t n = read(fd, msg + got, sizeof msg - got);
+        if (n <= 0)
+            exit(2);
+        got += (size_t)n;
+    }
+    uintptr_t p;
+    memcpy(&p, msg + 3, sizeof p);
+    int same = (p ^ MASK) == masked && memcmp(msg, "abc", 3) == 0;
+    memset(msg, 0, sizeof msg);
+    p = 0;
+    return same;
+}
+
+int main(int argc, char **argv) {
+    protect_test_init(argc, argv);
+    int socket_pair = has(argc, argv, "socket"), peekoff = has(argc, argv, "peekoff");
+    int fds[2];
+    if (has(argc, argv, "many")) {
+        struct rlimit r;
+        getrlimit(RLIMIT_NOFILE, &r);
+        r.rlim_cur = r.rlim_max;
+        if (r.rlim_max < 2 * MANY + 64 || setrlimit(RLIMIT_NOFILE, &r) != 0) {
+            printf("unsupported RLIMIT_NOFILE's hard limit %lu\n", (unsigned long)r.rlim_max);
+            return 0;
+        }
+        for (int i = 0; i < MANY; i++)
+            if (pipe(fds) != 0) {
+                perror("pipe");
+                return 2;
+            }
+    }
+    if (socket_pair ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0
+                    : pipe2(fds, O_CLOEXEC) != 0) {
+        perror("pipe/socketpair");
+        return 2;
+    }
+    int rd = fds[0], wr = fds[1];
+    if (has(argc, argv, "dup")) {
+        int copy = dup2(rd, 100);
+        close(rd);
+        rd = copy;
+    }
+    int off = 1;
+    if (peekoff && setsockopt(rd, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof off) != 0) {
+        perror("SO_PEEK_OFF");
+        return 2;
+    }
+    uintptr_t m = make_object();
+    if (!control)
+        send_pointer(wr, m);
+    free_object(m);
+    clear_stack();
+    printf("held_reused %d\n", churn(m, ROUNDS));
+    if (peekoff) {
+        socklen_t len = sizeof off;
+        off = -2;
+        getsockopt(rd, SOL_SOCKET, SO_PEEK_OFF, &off, &len);
+        printf("peek_offset_kept %d\n", off == 1);
+        off = -1;
+        setsockopt(rd, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof off);
+    }
+    if (control)
+        return 0;
+    printf("stream_returns_freed %d\n", receive_pointer(rd, m));
+    clear_stack();
+    printf("released_reused %d\n", released_after(m, churn(m, ROUNDS)));
+    return 0;
+}
