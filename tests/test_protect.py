@@ -301,6 +301,31 @@ def test_dangling_report_names_the_pipe(runner):
         assert any(re.fullmatch(pat, l) for l in res.stderr.splitlines()), res.describe()
 
 
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
+def test_marks_run_in_a_program_that_uses_every_descriptor(runner, mark):
+    """A program that opened descriptors until its soft RLIMIT_NOFILE (64) said EMFILE: a mark
+    reads /proc through descriptors of its own, and every stop failed to list the threads,
+    silently (released_reused 0 before). The soft limit is now raised for those opens alone,
+    the threads stopped: marks run, and the program's own open() still fails."""
+    res = runner.oscar("protect_descriptors_full", env=dict(FREQUENT, **MARKS[mark]))
+    v = parse_values(res.stdout)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    assert v.get("filled") == 1 and v.get("open_fails") == 1, res.describe()
+    assert v.get("held_reused") == 0 and v.get("released_reused", 0) > 0, res.describe()
+
+
+def test_a_program_at_its_hard_descriptor_limit_is_told_marks_cannot_run(runner):
+    """With the hard limit at 64 too there is no room: no mark runs, nothing is handed out
+    again, and one warning says why (before: nothing said)."""
+    res = runner.oscar("protect_descriptors_full", "hard", env=FREQUENT)
+    v = parse_values(res.stdout)
+    assert res.returncode == 0 and v.get("held_reused") == 0, res.describe()
+    assert v.get("released_reused") == 0 and v.get("open_fails") == 1, res.describe()
+    assert res.oscar_lines() == [
+        "oscar: warning: protect mode cannot mark (no descriptor is left to list the program's "
+        "threads): freed memory is not reused until a mark succeeds"], res.describe()
+
+
 def test_dangling_report_names_the_epoll_instance(runner):
     """OSCAR_DANGLING=report names the kernel root: the epoll descriptor."""
     res = runner.oscar("protect_kernel_held", env=dict(FREQUENT, OSCAR_DANGLING="report"))

@@ -481,6 +481,55 @@ long os_open_read(const char *path) {
     return sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
 }
 
+/* A call that makes a descriptor: once as it is, and if the program uses every descriptor
+ * its soft RLIMIT_NOFILE lets it (-EMFILE), again with that limit raised (up to 1024 more,
+ * as the hard limit allows) and put back at once: the new descriptor stays valid above it.
+ * Only while the program's threads are stopped: one of them that opened meanwhile would get
+ * a descriptor it could not get otherwise. */
+struct opening {
+    const char *path;
+    int flags;
+    int *fds; /* a pipe's, when path is NULL */
+};
+
+static long open_once(const struct opening *o) {
+    if (!o->path)
+        return sys6(SYS_pipe2, (long)o->fds, o->flags, 0, 0, 0, 0);
+    return sys6(SYS_openat, AT_FDCWD, (long)o->path, o->flags, 0, 0, 0);
+}
+
+static long open_with_room(const struct opening *o) {
+    long r = open_once(o);
+    if (r != -EMFILE)
+        return r;
+    struct rlimit64 lim, more;
+    if (sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&lim, 0, 0) != 0 ||
+        lim.rlim_cur >= lim.rlim_max)
+        return r;
+    more = lim;
+    more.rlim_cur = lim.rlim_max - lim.rlim_cur > 1024 ? lim.rlim_cur + 1024 : lim.rlim_max;
+    if (sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&more, 0, 0, 0) != 0)
+        return r;
+    r = open_once(o);
+    sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&lim, 0, 0, 0);
+    return r;
+}
+
+long os_open_read_stopped(const char *path) {
+    struct opening o = {path, O_RDONLY | O_CLOEXEC, NULL};
+    return open_with_room(&o);
+}
+
+long os_open_dir_stopped(const char *path) {
+    struct opening o = {path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, NULL};
+    return open_with_room(&o);
+}
+
+int os_pipe_stopped(int fds[2]) {
+    struct opening o = {NULL, O_CLOEXEC | O_NONBLOCK, fds};
+    return (int)open_with_room(&o);
+}
+
 long os_read(int fd, void *buf, size_t len) {
     long r;
     do

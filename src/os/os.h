@@ -127,6 +127,13 @@ unsigned os_cpu_count(void);
  * (rare calls, not the heap's). Those returning long give a count/descriptor or -errno. */
 long os_open_dir(const char *path);
 long os_open_read(const char *path);
+/* The same, and a non-blocking pipe (0 or -errno), for a caller that has stopped the
+ * program's threads (a mark): where the program uses every descriptor its soft RLIMIT_NOFILE
+ * allows, the limit is raised for the call alone (as the hard one allows), so that a program
+ * at its limit still has its memory marked and reused. */
+long os_open_dir_stopped(const char *path);
+long os_open_read_stopped(const char *path);
+int os_pipe_stopped(int fds[2]);
 long os_read(int fd, void *buf, size_t len);   /* retried on EINTR */
 long os_getdents(int fd, void *buf, size_t len); /* getdents64 */
 /* One entry of os_getdents' buffer (the kernel's struct linux_dirent64); the next is reclen

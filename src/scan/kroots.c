@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -276,7 +275,7 @@ static int queued_signals(void) {
 /* Each descriptor of the process whose /proc/self/fd link is link_wanted: fn(fd). 0 or
  * -errno. */
 static int each_fd_to(const char *link_wanted, void (*fn)(int fd)) {
-    long dir = os_open_dir("/proc/self/fd");
+    long dir = os_open_dir_stopped("/proc/self/fd");
     if (dir < 0)
         return (int)dir;
     long n;
@@ -443,24 +442,9 @@ static void stream_bytes(const unsigned char *p, size_t n) {
  * can open a descriptor meanwhile). 0 or -errno (-EMSGSIZE: not all of it could be read). */
 static int pipe_pending(int fd, long pending) {
     int t[2];
-    long r = os_syscall(SYS_pipe2, (long)t, O_CLOEXEC | O_NONBLOCK, 0, 0, 0);
-    if (r == -EMFILE) {
-        /* The program uses every descriptor it may: two more for this moment, if the hard
-         * limit leaves room (the soft limit put back at once; no thread of the program runs
-         * meanwhile). */
-        struct rlimit64 lim, more;
-        if (os_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&lim, 0) == 0 &&
-            lim.rlim_cur + 2 <= lim.rlim_max) {
-            more.rlim_cur = lim.rlim_cur + 2;
-            more.rlim_max = lim.rlim_max;
-            if (os_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&more, 0, 0) == 0) {
-                r = os_syscall(SYS_pipe2, (long)t, O_CLOEXEC | O_NONBLOCK, 0, 0, 0);
-                os_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&lim, 0, 0);
-            }
-        }
-    }
+    int r = os_pipe_stopped(t); /* (at the program's descriptor limit too) */
     if (r < 0)
-        return (int)r;
+        return r;
     long size = os_syscall(SYS_fcntl, fd, F_GETPIPE_SZ, 0, 0, 0);
     if (size > 0)
         os_syscall(SYS_fcntl, t[1], F_SETPIPE_SZ, size, 0, 0);
@@ -542,7 +526,7 @@ static int stream_pending(int fd, uint64_t ino) {
  * every stream socket of the process's, from /proc/self/fd (a system call or two each, at
  * every mark: slower, never wrong). 0 or -errno. */
 static int every_stream(void) {
-    long dir = os_open_dir("/proc/self/fd");
+    long dir = os_open_dir_stopped("/proc/self/fd");
     if (dir < 0)
         return (int)dir;
     char *dents = kroots_state.dents; /* (buf holds what a stream is read into) */

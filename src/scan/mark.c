@@ -1062,6 +1062,9 @@ static int stop_world(void) {
             stats_add(STAT_SCAN_STOPS_TIMED_OUT, 1);
         else if (err == -EAGAIN)
             stats_add(STAT_SCAN_STOPS_REFUSED, 1);
+        else /* (a thread that blocks the park signal is the program's right; this is not) */
+            warn_once(err == -EMFILE ? "no descriptor is left to list the program's threads"
+                                     : "cannot list the program's threads in /proc/self/task");
     }
     return err;
 }
@@ -1304,7 +1307,7 @@ static int open_trackers(void) {
             return err;
     }
     if (!pagemap_valid()) {
-        long pm = os_open_read("/proc/self/pagemap");
+        long pm = os_open_read_stopped("/proc/self/pagemap");
         if (pm < 0)
             return (int)-pm;
         cm_state.pm = os_fd_out_of_way((int)pm);

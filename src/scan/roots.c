@@ -88,7 +88,7 @@ static bool parse_line(char *line, struct maps_line *m) {
 }
 
 int proc_lines(const char *path, char *buf, int (*fn)(char *line, void *arg), void *arg) {
-    long fd = os_open_read(path);
+    long fd = os_open_read_stopped(path);
     if (fd < 0)
         return (int)fd;
     size_t have = 0;
@@ -288,7 +288,7 @@ static void hidden_run(uintptr_t a, uintptr_t b, void *ctx) {
     if (w->err)
         return;
     if (w->mem_fd == -1) {
-        long fd = os_open_read("/proc/self/mem");
+        long fd = os_open_read_stopped("/proc/self/mem");
         w->mem_fd = fd >= 0 ? (int)fd : -2; /* (asked once a walk) */
     }
     if (w->mem_fd == -2) {
@@ -388,7 +388,7 @@ static void private_run(uintptr_t a, uintptr_t b, void *ctx) {
 }
 
 int roots_pagemap_open(void) {
-    long fd = os_open_read("/proc/self/pagemap");
+    long fd = os_open_read_stopped("/proc/self/pagemap");
     return fd >= 0 ? (int)fd : -1;
 }
 

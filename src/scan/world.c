@@ -369,7 +369,7 @@ static struct {
 } task_dir_state;
 
 static long open_task_dir(void) {
-    long fd = os_open_dir("/proc/self/task");
+    long fd = os_open_dir_stopped("/proc/self/task");
     if (fd >= 0 && os_fd_id((int)fd, &task_dir_state.dev, &task_dir_state.ino) != 0) {
         os_close((int)fd);
         return -EBADF;
