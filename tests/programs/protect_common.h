@@ -125,11 +125,16 @@ static inline __attribute__((unused)) int churn_for(uintptr_t masked, double sec
  * come back, more churn until it does (at most 10 s). A loaded machine may run the marks late
  * for the churn the phase gives them; a passing run pays nothing, a release that never comes
  * still counts 0. */
-static inline __attribute__((unused)) int released_after(uintptr_t masked, int hits) {
-    double end = now_seconds() + 10.0;
+static inline __attribute__((unused)) int released_within(uintptr_t masked, int hits,
+                                                          double secs) {
+    double end = now_seconds() + secs;
     while (hits == 0 && now_seconds() < end)
         hits += churn(masked, 20);
     return hits;
+}
+
+static inline __attribute__((unused)) int released_after(uintptr_t masked, int hits) {
+    return released_within(masked, hits, 10.0);
 }
 
 static void *(*moved_by)(void *);
@@ -184,8 +189,10 @@ __attribute__((noinline, unused)) static void check_sealed_in(void *volatile *sl
 
 /* The plain check, the pointer held at *slot (a global, a live heap object, a mapping of the
  * program's): make the object, put the pointer there (unless control), free the object,
- * churn, clear the slot, churn again, report. */
-__attribute__((noinline, unused)) static void check_held_in(void *volatile *slot) {
+ * churn, clear the slot, churn again (and on, up to wait_secs, until the object is handed
+ * out), report. */
+__attribute__((noinline, unused)) static void check_held_within(void *volatile *slot,
+                                                                double wait_secs) {
     uintptr_t m = make_object();
     if (!control)
         *slot = (void *)(m ^ MASK);
@@ -194,6 +201,10 @@ __attribute__((noinline, unused)) static void check_held_in(void *volatile *slot
     int held = churn(m, ROUNDS);
     *slot = NULL;
     clear_stack();
-    report(held, released_after(m, churn(m, ROUNDS)));
+    report(held, released_within(m, churn(m, ROUNDS), wait_secs));
+}
+
+__attribute__((unused)) static void check_held_in(void *volatile *slot) {
+    check_held_within(slot, 10.0);
 }
 #endif
