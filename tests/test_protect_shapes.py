@@ -172,7 +172,7 @@ def test_a_sampled_object_voids_a_shape(runner):
     shape's object been sampled (about one run in 20,000 at the default rate) its control
     would report no reuse at all, and a freed holder written through its dangling pointer
     dies with a report (CI saw the first once: freed_holder chain many, snapshot marks)."""
-    env = dict(FREQUENT, OSCAR_SAMPLE_RATE="1", OSCAR_MARK="stop")
+    env = dict(FREQUENT, OSCAR_SAMPLE_RATE="1", OSCAR_MARK="stop", PROTECT_RELEASE_WAIT_S="0")
     v = parse_values(runner.oscar("protect_root_global", "control", env=env).stdout)
     assert v.get("held_reused") == 0 and v.get("released_reused") == 0, v
     res = runner.oscar("protect_shape_freed_holder", "control", env=env)

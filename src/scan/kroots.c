@@ -461,7 +461,14 @@ static int pipe_pending(int fd, long pending) {
     os_close(t[1]);
     if (got < 0)
         return got == -EAGAIN ? 0 : (int)got; /* (EAGAIN: taken meanwhile by another process) */
-    return got < pending || read_total < got ? -EMSGSIZE : 0;
+    if (read_total < got)
+        return -EMSGSIZE;
+    /* Less than was pending: our pipe was too small, or another process sharing the pipe
+     * read from it meanwhile (what it took is no longer ours to keep). */
+    int now = 0;
+    if (got < pending && (os_syscall(SYS_ioctl, fd, FIONREAD, (long)&now, 0, 0) < 0 || now > got))
+        return -EMSGSIZE;
+    return 0;
 }
 
 /* What a stream socket holds, peeked (MSG_PEEK) from its start to its end with the peek

@@ -133,8 +133,11 @@ static inline __attribute__((unused)) int released_within(uintptr_t masked, int 
     return hits;
 }
 
+/* PROTECT_RELEASE_WAIT_S=N: at most N seconds (10 without it; 0 for a test that expects no
+ * release and need not wait for one). */
 static inline __attribute__((unused)) int released_after(uintptr_t masked, int hits) {
-    return released_within(masked, hits, 10.0);
+    const char *secs = getenv("PROTECT_RELEASE_WAIT_S");
+    return released_within(masked, hits, secs ? strtod(secs, NULL) : 10.0);
 }
 
 static void *(*moved_by)(void *);
@@ -205,6 +208,7 @@ __attribute__((noinline, unused)) static void check_held_within(void *volatile *
 }
 
 __attribute__((unused)) static void check_held_in(void *volatile *slot) {
-    check_held_within(slot, 10.0);
+    const char *secs = getenv("PROTECT_RELEASE_WAIT_S");
+    check_held_within(slot, secs ? strtod(secs, NULL) : 10.0);
 }
 #endif

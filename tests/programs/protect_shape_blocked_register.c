@@ -70,6 +70,9 @@ int main(int argc, char **argv) {
     if (block_all)
         usleep(1100 * 1000); /* (marks that could not stop the world wait up to 1 s to retry) */
     clear_stack();
-    report(held, released_after(m, churn(m, ROUNDS)));
+    /* (With sigblock a stale copy of the pointer on this stack may keep the object: the test
+     * asks for no release then, and none is waited for.) */
+    int released = churn(m, ROUNDS);
+    report(held, block_all ? released : released_after(m, released));
     return 0;
 }
