@@ -56,7 +56,7 @@ static struct {
     size_t n;
     char name[64]; /* "user data of epoll descriptor N" (OSCAR_DANGLING=report names it) */
     /* A stream's bytes (stream_bytes): the last 7 of the chunk before, then a chunk; and
-     * /proc/self/fd's entries when every stream is looked for (every_stream). */
+     * /proc/self/fd's entries (each_fd: buf may hold a stream's bytes meanwhile). */
     unsigned char carry[7];
     size_t ncarry;
     unsigned char joined[7 + STREAM_CHUNK];
@@ -100,12 +100,15 @@ void kroots_note_signal(int sig, uintptr_t value) {
     atomic_store(&kroots_state.sig_overflow, true);
 }
 
-bool kroots_is_stream(int fd) {
+/* The slot noting fd, or -1. */
+static int stream_slot_of(int fd) {
     for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++)
         if (atomic_load_explicit(&kroots_state.sfd[i], memory_order_acquire) == fd + 1)
-            return true;
-    return false;
+            return (int)i;
+    return -1;
 }
+
+bool kroots_is_stream(int fd) { return stream_slot_of(fd) >= 0; }
 
 /* Takes slot i from `expected` (0: free; or a stale note) for fd, its inode ino. */
 static bool take_stream_slot(unsigned i, int expected, int fd, uint64_t ino) {
@@ -120,12 +123,12 @@ void kroots_note_stream(int fd) {
     uint64_t dev, ino;
     if (fd < 0 || os_fd_id(fd, &dev, &ino) != 0)
         return;
-    for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++)
-        if (atomic_load_explicit(&kroots_state.sfd[i], memory_order_acquire) == fd + 1) {
-            /* (a number closed and given to this stream since: its inode is this one's) */
-            atomic_store_explicit(&kroots_state.sino[i], ino, memory_order_relaxed);
-            return;
-        }
+    int noted = stream_slot_of(fd);
+    if (noted >= 0) {
+        /* (a number closed and given to this stream since: its inode is this one's) */
+        atomic_store_explicit(&kroots_state.sino[noted], ino, memory_order_relaxed);
+        return;
+    }
     for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++)
         if (take_stream_slot(i, 0, fd, ino))
             return;
@@ -272,34 +275,56 @@ static int queued_signals(void) {
     return atomic_load(&kroots_state.sig_overflow) ? -ENOSPC : 0;
 }
 
-/* Each descriptor of the process whose /proc/self/fd link is link_wanted: fn(fd). 0 or
- * -errno. */
-static int each_fd_to(const char *link_wanted, void (*fn)(int fd)) {
+/* The decimal number p begins with. */
+static uint64_t dec_value(const char *p) {
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    return v;
+}
+
+/* fn(fd, arg) for each descriptor of the process (from /proc/self/fd, its own descriptor
+ * left out), until fn returns nonzero. 0, fn's result, or -errno. */
+static int each_fd(int (*fn)(int fd, void *arg), void *arg) {
     long dir = os_open_dir_stopped("/proc/self/fd");
     if (dir < 0)
         return (int)dir;
     long n;
-    while ((n = os_getdents((int)dir, kroots_state.buf, sizeof kroots_state.buf)) > 0) {
-        for (long off = 0; off < n;) {
-            struct os_dirent *d = (void *)(kroots_state.buf + off);
+    int err = 0;
+    while (!err && (n = os_getdents((int)dir, kroots_state.dents, sizeof kroots_state.dents)) > 0)
+        for (long off = 0; off < n && !err;) {
+            struct os_dirent *d = (void *)(kroots_state.dents + off);
             off += d->reclen;
-            if (d->name[0] < '0' || d->name[0] > '9')
-                continue;
-            char path[64], link[64];
-            struct fmt f = FMT_INIT(path);
-            fmt_str(&f, "/proc/self/fd/");
-            fmt_str(&f, d->name);
-            fmt_char(&f, 0);
-            if (os_readlink(path, link, sizeof link) > 0 && strcmp(link, link_wanted) == 0) {
-                int fd = 0;
-                for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
-                    fd = fd * 10 + (*c - '0');
-                fn(fd);
-            }
+            int fd = (int)dec_value(d->name);
+            if (d->name[0] >= '0' && d->name[0] <= '9' && fd != (int)dir)
+                err = fn(fd, arg);
         }
-    }
     os_close((int)dir);
-    return n < 0 ? (int)n : 0;
+    return err ? err : n < 0 ? (int)n : 0;
+}
+
+struct fd_link {
+    const char *wanted;
+    void (*fn)(int fd);
+};
+
+static int fd_with_link(int fd, void *arg) {
+    const struct fd_link *l = arg;
+    char path[64], link[64];
+    struct fmt f = FMT_INIT(path);
+    fmt_str(&f, "/proc/self/fd/");
+    fmt_u64(&f, (uint64_t)fd);
+    fmt_char(&f, 0);
+    if (os_readlink(path, link, sizeof link) > 0 && strcmp(link, l->wanted) == 0)
+        l->fn(fd);
+    return 0;
+}
+
+/* Each descriptor of the process whose /proc/self/fd link is link_wanted: fn(fd). 0 or
+ * -errno. */
+static int each_fd_to(const char *link_wanted, void (*fn)(int fd)) {
+    struct fd_link l = {link_wanted, fn};
+    return each_fd(fd_with_link, &l);
 }
 
 /* Epoll instances the wrappers did not see: inherited across exec, or made before Oscar was
@@ -313,14 +338,6 @@ static void note_ring(int fd) {
         kroots_state.ring_fd[kroots_state.nrings++] = fd;
     else
         kroots_state.rings_overflow = true;
-}
-
-/* The decimal number p begins with. */
-static uint64_t dec_value(const char *p) {
-    uint64_t v = 0;
-    for (; *p >= '0' && *p <= '9'; p++)
-        v = v * 10 + (uint64_t)(*p - '0');
-    return v;
 }
 
 /* What a reading of an io_uring's listing found of its buffers. */
@@ -503,21 +520,9 @@ static int socket_pending(int fd, long pending) {
     return err;
 }
 
-/* The bytes pending in noted stream i (descriptor fd), as roots named after it. 0, -ESTALE
- * (closed, or another file's now: forget it) or -errno. */
-static int stream_pending(int fd, uint64_t ino) {
-    int pending = 0;
-    long r = os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0);
-    if (r < 0)
-        return r == -EBADF || r == -ENOTTY || r == -EINVAL ? -ESTALE : (int)r;
-    if (pending <= 0)
-        return 0;
-    struct stat st;
-    if (os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 || (uint64_t)st.st_ino != ino)
-        return -ESTALE;
-    bool pipe = S_ISFIFO(st.st_mode);
-    if (!pipe && !S_ISSOCK(st.st_mode))
-        return -ESTALE;
+/* The `pending` bytes of descriptor fd (a pipe's read end, or a stream socket), as roots
+ * named after it. 0 or -errno. */
+static int read_stream(int fd, bool pipe, long pending) {
     struct fmt g = FMT_INIT(kroots_state.name);
     fmt_str(&g, pipe ? "data pending in pipe descriptor " : "data pending in socket descriptor ");
     fmt_u64(&g, (uint64_t)fd);
@@ -529,47 +534,49 @@ static int stream_pending(int fd, uint64_t ino) {
     return err;
 }
 
+/* What noted stream fd (its inode ino) holds unread. 0, -ESTALE (closed, or another file's
+ * now: forget it) or -errno. */
+static int stream_pending(int fd, uint64_t ino) {
+    int pending = 0;
+    long r = os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0);
+    if (r < 0)
+        return r == -EBADF || r == -ENOTTY || r == -EINVAL ? -ESTALE : (int)r;
+    if (pending <= 0)
+        return 0;
+    struct stat st;
+    if (os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 || (uint64_t)st.st_ino != ino ||
+        !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+        return -ESTALE;
+    return read_stream(fd, S_ISFIFO(st.st_mode), pending);
+}
+
+/* every_stream's look at one descriptor: a pipe's read end, or a stream socket pair's end,
+ * with bytes pending, is read. */
+static int any_stream(int fd, void *arg) {
+    (void)arg;
+    int pending = 0;
+    struct stat st;
+    if (os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 ||
+        !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ||
+        os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0) < 0 || pending <= 0)
+        return 0;
+    if (S_ISFIFO(st.st_mode) &&
+        (os_syscall(SYS_fcntl, fd, F_GETFL, 0, 0, 0) & O_ACCMODE) == O_WRONLY)
+        return 0;
+    int domain = 0, type = 0;
+    socklen_t len = sizeof domain;
+    if (S_ISSOCK(st.st_mode) &&
+        (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, (long)&domain, (long)&len) < 0 ||
+         os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len) < 0 ||
+         domain != AF_UNIX || type != SOCK_STREAM))
+        return 0;
+    return read_stream(fd, S_ISFIFO(st.st_mode), pending);
+}
+
 /* Once more pipes and socket pairs were made than could be noted: every pipe's read end and
  * every stream socket of the process's with bytes pending, from /proc/self/fd (an fstat and
  * an ioctl each at every mark: slower, never wrong). 0 or -errno. */
-static int every_stream(void) {
-    long dir = os_open_dir_stopped("/proc/self/fd");
-    if (dir < 0)
-        return (int)dir;
-    char *dents = kroots_state.dents; /* (buf holds what a stream is read into) */
-    long n;
-    int err = 0;
-    while (!err && (n = os_getdents((int)dir, dents, sizeof kroots_state.dents)) > 0) {
-        for (long off = 0; off < n && !err;) {
-            struct os_dirent *d = (void *)(dents + off);
-            off += d->reclen;
-            if (d->name[0] < '0' || d->name[0] > '9')
-                continue;
-            int fd = (int)dec_value(d->name), pending = 0;
-            struct stat st;
-            if (fd == (int)dir || os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 ||
-                !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ||
-                os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0) < 0 || pending <= 0)
-                continue;
-            if (S_ISFIFO(st.st_mode) &&
-                (os_syscall(SYS_fcntl, fd, F_GETFL, 0, 0, 0) & O_ACCMODE) == O_WRONLY)
-                continue;
-            int domain = 0, type = 0;
-            socklen_t len = sizeof domain;
-            if (S_ISSOCK(st.st_mode) &&
-                (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, (long)&domain,
-                            (long)&len) < 0 ||
-                 os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len) < 0 ||
-                 domain != AF_UNIX || type != SOCK_STREAM))
-                continue;
-            err = stream_pending(fd, (uint64_t)st.st_ino);
-            if (err == -ESTALE)
-                err = 0;
-        }
-    }
-    os_close((int)dir);
-    return err ? err : n < 0 ? (int)n : 0;
-}
+static int every_stream(void) { return each_fd(any_stream, NULL); }
 
 /* Data written to the program's own pipes and stream socket pairs and not read yet: a
  * pointer sent from one thread to another (or to itself) lies only in the kernel meanwhile.

@@ -17,8 +17,9 @@
  * too (rings are found from their mappings; liburing makes its system calls itself, so no
  * wrapper sees them made). What was written to the pipes and stream socket pairs the program
  * made (noted by the wrappers of pipe, pipe2 and socketpair) and not read yet is read at every
- * mark, tee(2)'d or peeked, and its words at every byte offset scanned. The user data of an io_uring request still in flight and pointers
- * the program hides are not seen (README, Limitations). */
+ * mark, tee(2)'d or peeked, and its words at every byte offset scanned. The user data of an
+ * io_uring request still in flight and pointers the program hides are not seen (README,
+ * Limitations). */
 #ifndef OSCAR_SCAN_KROOTS_H
 #define OSCAR_SCAN_KROOTS_H
 #include "scan/roots.h"

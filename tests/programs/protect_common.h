@@ -133,11 +133,15 @@ static inline __attribute__((unused)) int released_within(uintptr_t masked, int 
     return hits;
 }
 
-/* PROTECT_RELEASE_WAIT_S=N: at most N seconds (10 without it; 0 for a test that expects no
- * release and need not wait for one). */
-static inline __attribute__((unused)) int released_after(uintptr_t masked, int hits) {
+/* How long a released phase may wait: PROTECT_RELEASE_WAIT_S=N seconds (10 without it; 0 for
+ * a test that expects no release and need not wait for one). */
+static inline double release_wait_secs(void) {
     const char *secs = getenv("PROTECT_RELEASE_WAIT_S");
-    return released_within(masked, hits, secs ? strtod(secs, NULL) : 10.0);
+    return secs ? strtod(secs, NULL) : 10.0;
+}
+
+static inline __attribute__((unused)) int released_after(uintptr_t masked, int hits) {
+    return released_within(masked, hits, release_wait_secs());
 }
 
 static void *(*moved_by)(void *);
@@ -208,7 +212,6 @@ __attribute__((noinline, unused)) static void check_held_within(void *volatile *
 }
 
 __attribute__((unused)) static void check_held_in(void *volatile *slot) {
-    const char *secs = getenv("PROTECT_RELEASE_WAIT_S");
-    check_held_within(slot, secs ? strtod(secs, NULL) : 10.0);
+    check_held_within(slot, release_wait_secs());
 }
 #endif
