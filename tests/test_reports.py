@@ -146,3 +146,22 @@ def test_stats_on_signal(runner, tmp_path):
     assert res.returncode == 0 and res.stdout == "after\n", res.describe()
     files = list(tmp_path.glob("sig-*.json"))
     assert files and all(isinstance(json.loads(f.read_text()), dict) for f in files), files
+
+
+@pytest.mark.parametrize("mode", ["strict", "fast", "protect"])
+def test_a_fault_in_oscars_own_code_says_so_with_its_frames(runner, mode):
+    """A fault whose instruction is Oscar's (here a bad out-pointer given to posix_memalign,
+    which Oscar writes through; a bug of Oscar's would look the same) still kills the program
+    by the signal glibc's run dies of, and says whose code faulted, with Oscar's frames and the
+    program's: a crash of Oscar's in CI or a user's run is then more than a bare SIGSEGV."""
+    assert runner.glibc("bad_out_pointer").returncode == -signal.SIGSEGV
+    res = runner.oscar("bad_out_pointer", env={"OSCAR_MODE": mode})
+    report = assert_report(res, signal.SIGSEGV,
+                           r"oscar: internal error: crash: SIGSEGV on address 0x18 in oscar's "
+                           r"own code, thread \d+",
+                           r"unless the program passed oscar that address .* please report it "
+                           r"with these frames:")
+    frames = stack_after(report, r"unless the program passed oscar that address .*")
+    names = functions(frames)
+    assert names[0] == "posix_memalign" and frames[0][3].endswith("liboscar.so"), report
+    assert names.index("give_bad_pointer") < names.index("main"), report

@@ -33,6 +33,7 @@
 #include "mem/region.h"
 #include "os/os.h"
 #include "report/report.h"
+#include "report/stack.h"
 #include "base/stats.h"
 
 #include <errno.h>
@@ -109,6 +110,11 @@ static void forward(int sig, siginfo_t *si, void *uc) {
     if (!custom) {
         if (sent && !(act.sa_flags & SA_SIGINFO) && act.sa_handler == SIG_IGN)
             return; /* ignored, as the kernel would have */
+        ucontext_t *u = uc;
+        uintptr_t pc = (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
+        if (!sent && stack_is_ours(pc)) /* (the program dies of it: say whose fault it is) */
+            report_crash(sig, (uintptr_t)si->si_addr, pc, (uintptr_t)u->uc_mcontext.gregs[REG_RBP],
+                         (uintptr_t)u->uc_mcontext.gregs[REG_RSP]);
         /* Default action (an ignored fault is fatal too): let it happen again without us. */
         set_default(sig);
         if (sent)

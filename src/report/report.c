@@ -7,6 +7,7 @@
 #include "report/stack.h"
 #include "report/symbolize.h"
 
+#include <signal.h>
 #include <stdlib.h>
 
 /* The reports' calls up into the heap layer, each set once at init by the layer that knows
@@ -353,6 +354,28 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     in_handler = false;
     fmt_flush(&f, fd);
     return true;
+}
+
+void report_crash(int sig, uintptr_t addr, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
+    char buf[1024];
+    struct fmt f = FMT_INIT(buf);
+    int fd = report_fd();
+    msg_start(&f, MSG_CRASH);
+    fmt_str(&f, sig == SIGBUS ? "SIGBUS" : "SIGSEGV");
+    fmt_str(&f, " on address ");
+    fmt_hex(&f, addr);
+    fmt_str(&f, " in oscar's own code, thread ");
+    fmt_i64(&f, os_gettid());
+    fmt_str(&f, "\nunless the program passed oscar that address (a bad pointer given to a "
+                "function oscar wraps), this is a bug of oscar's: please report it with "
+                "these frames:\n");
+    uintptr_t pcs[STACK_MAX_FRAMES];
+    in_handler = true;
+    print_frames_at(&f, fd, pcs, stack_walk_with_ours(pc, fp, sp, pcs, STACK_MAX_FRAMES), true);
+    in_handler = false;
+    fmt_flush(&f, fd);
+    if (fd != 2)
+        os_close(fd);
 }
 
 void report_api_error(const char *fn, uintptr_t addr, const char *code, const char *why) {

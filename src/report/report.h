@@ -48,6 +48,9 @@ __attribute__((noreturn)) void report_size_mismatch(uintptr_t addr, struct objec
 /* A fault in the shadow region (from the SIGSEGV handler). Prints; the caller then lets
  * the fault kill the program. Returns false if the fault is not one of ours. */
 bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintptr_t sp);
+/* A fault (sig) at pc inside Oscar's own code, about to kill the program with the default
+ * action (from the SIGSEGV handler): says so, with Oscar's frames and the program's. */
+void report_crash(int sig, uintptr_t addr, uintptr_t pc, uintptr_t fp, uintptr_t sp);
 /* Which object an address belongs to, and the origin of a custom-allocator view: the heap
  * layer knows, and registers them at init (heap/object.c, heap/views.c). Before that, every
  * address is OBJ_NOT_OURS. */

@@ -186,6 +186,27 @@ int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max
     return walk(pc, fp, sp, out, max, false);
 }
 
+int stack_walk_with_ours(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max) {
+    int n = 0;
+    if (max > 0)
+        out[n++] = pc;
+    /* Oscar's frames by the frame-pointer chain, read only inside [sp, top) as walk does
+     * (a fault may come from a function that had not set its frame up yet: then its caller
+     * is missing, nothing worse). */
+    uintptr_t top = thread_stack_top(), at = fp;
+    while (n < max && at >= sp && at + 16 <= top && !(at & 7)) {
+        const uintptr_t *frame = (const uintptr_t *)at;
+        uintptr_t ret = frame[1], next = frame[0];
+        if (ret < 4096 || !stack_is_ours(ret))
+            break;
+        out[n++] = ret;
+        if (next <= at || next - at > (8UL << 20))
+            return n;
+        at = next;
+    }
+    return n + walk(0, fp, sp, out + n, max - n, false);
+}
+
 static uint64_t hash_frames(const uintptr_t *pc, int n) {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
     for (int i = 0; i < n; i++) {

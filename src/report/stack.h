@@ -44,6 +44,10 @@ int stack_frames(uint32_t id, uintptr_t *out);
  * Oscar's entry point), skipping Oscar's frames; for reports (no module-table refresh, which
  * takes the loader's lock). pc, when given, is frame 0 itself (the faulting instruction). */
 int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max);
+/* The same walk from a fault at pc inside Oscar, Oscar's own frames kept (its crash report):
+ * pc, then the return addresses of Oscar's frames by their frame pointers, then the
+ * program's frames as stack_walk finds them. */
+int stack_walk_with_ours(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max);
 /* This thread's kernel id (cached); the fork child handler calls stack_after_fork. */
 uint32_t stack_thread_id(void);
 void stack_after_fork(void);
