@@ -12,7 +12,10 @@
 #define OSCAR_PROTECT_COMMON_H
 #include "common.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,6 +28,19 @@
 
 static int control;
 
+/* malloc that says so and exits when it returns NULL (errno), rather than a bare SIGSEGV at
+ * the first write: a crash of a shape program then tells an allocation that failed from a
+ * fault of Oscar's (which names itself: "oscar: internal error: crash"). */
+static inline void *must_malloc(size_t size) {
+    void *p = malloc(size);
+    if (!p) {
+        int e = errno;
+        fprintf(stderr, "malloc(%zu) returned NULL (errno %d)\n", size, e);
+        exit(3);
+    }
+    return p;
+}
+
 /* PROTECT_BALLAST_KIB=N: first N KiB of live objects of 16-4096 bytes, never freed, that
  * point to nothing (a heap of many pages: a mark then shares its reading among its team's
  * threads, scan/team.h, and the object that holds a root test's pointer lies past them). */
@@ -32,7 +48,7 @@ static inline void ballast(void) {
     const char *kib = getenv("PROTECT_BALLAST_KIB");
     size_t left = kib ? (size_t)strtoul(kib, NULL, 10) << 10 : 0;
     for (size_t size = 16; left >= size; size = size >= 4096 ? 16 : size * 2) {
-        memset(malloc(size), 0x22, size);
+        memset(must_malloc(size), 0x22, size);
         left -= size;
     }
 }

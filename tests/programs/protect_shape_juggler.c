@@ -109,7 +109,7 @@ static int churn_sizes(const int *which, int n_which, const uintptr_t *plain, in
 /* A new object for pointer i, its only pointer put at *at (unless control), held from before
  * its free; returns nothing that points to it. */
 __attribute__((noinline)) static void renew(int i, void *volatile *at) {
-    unsigned char *p = malloc(sizes[i]);
+    unsigned char *p = must_malloc(sizes[i]);
     atomic_fetch_add(&held_hits, is_held(p, NULL, N));
     memset(p, 0x33, sizes[i]);
     *at = control ? NULL : (void *)p;
@@ -157,14 +157,14 @@ static void move(struct mover *m, int k, int i, void *volatile *stack_slots) {
         break;
     case HEAP: {
         size_t words = 4 + (r >> 8) % 252;
-        box = malloc(words * sizeof(void *));
+        box = must_malloc(words * sizeof(void *));
         atomic_fetch_add(&held_hits, is_held((void *)box, NULL, N));
         to = &box[(r >> 20) % words];
         break;
     }
     default: {
         size_t words = ((64 + (r >> 8) % 64) << 10) / sizeof(void *);
-        box = malloc(words * sizeof(void *));
+        box = must_malloc(words * sizeof(void *));
         atomic_fetch_add(&held_hits, is_held((void *)box, NULL, N));
         to = &box[(r >> 20) % words];
         break;
