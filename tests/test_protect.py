@@ -15,7 +15,7 @@ import signal
 
 import pytest
 
-from conftest import assert_report, hexaddr, location_line, parse_values
+from conftest import assert_report, assert_same_output, hexaddr, location_line, parse_values
 
 PROTECT = {"OSCAR_MODE": "protect"}
 # A mark every 2 KiB of frees: dozens of marks during each churn. No sampling: a sampled
@@ -731,3 +731,19 @@ def test_thread_leaving_the_park_handler_as_the_next_stop_asks_does_not_fail_mar
     s = stats_of(tmp_path)
     assert s["scan_stops_refused"] == 0 and s["scan_skipped"] == 0, scan_figures(s)
     assert s["scan_rounds"] >= 2, scan_figures(s)
+
+
+@pytest.mark.parametrize("mark", sorted(MARKS))
+def test_waits_go_on_across_marks(runner, tmp_path, mark):
+    """A thread waiting in every call the kernel does not restart after a handler (sleeps,
+    poll, select, epoll_wait, sigtimedwait, sem_timedwait, pause, sigsuspend, sigwaitinfo,
+    sem_wait) while marks stop the world thousands of times: no EINTR, no early return, each
+    wait for the program's own signal ends once per signal, and the program's signal still
+    interrupts a poll (output identical to glibc's). Before export/waits.h every timed wait
+    failed with EINTR at the first mark and pause returned for no signal."""
+    expected = runner.glibc("waits_across_stops", "interrupt")
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    res = runner.oscar("waits_across_stops", "interrupt", env=env, timeout=120)
+    assert_same_output(res, expected)
+    s = json.loads((tmp_path / "stats.json").read_text())
+    assert s["scan_rounds"] > 100, scan_figures(s)

@@ -33,6 +33,19 @@ def test_same_output_as_glibc(runner, program, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_waits_go_on_across_the_stops_of_forks(runner, mode):
+    """A fork of a program with threads stops the world (in every mode): a thread waiting in
+    poll, select, epoll_wait, a sleep, sigtimedwait, sem_timedwait, pause, sigsuspend,
+    sigwaitinfo or sem_wait meanwhile goes on waiting, as under glibc, where no signal came
+    (before export/waits.h each failed with EINTR, and pause returned for no signal), while
+    the program's own signal still interrupts it."""
+    expected = runner.glibc("waits_across_stops", "interrupt", "fork")
+    res = runner.oscar("waits_across_stops", "interrupt", "fork", env={"OSCAR_MODE": mode},
+                       timeout=120)
+    assert_same_output(res, expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_fork_while_a_thread_uses_stdio(runner, mode):
     """Defect 2: 40 forks of a 100 MiB heap while a thread opens and closes files: every
     child sees a consistent heap (before the fix, children died with a wild-access report)."""

@@ -29,7 +29,9 @@
     X(WORLD, "world", "stop-the-world, from world_stop to world_resume (scan/world.c): after  \
                       every allocator lock, which fork and the mark take first, so no parked \
                       thread holds one")                                                    \
-    X(SIGNAL_HANDLERS, "signal-handlers", "the program's SIGSEGV/SIGBUS handlers (report/fault.c)")
+    X(SIGNAL_HANDLERS, "signal-handlers", "the program's SIGSEGV/SIGBUS handlers (report/fault.c)") \
+    X(PROGRAM_HANDLERS, "program-handlers", "the program's other handlers, behind the counting \
+                      one (export/export_signal.c)")
 
 enum lock_rank {
     LOCK_UNRANKED, /* a lock nobody initialised: the debug build refuses to take it */

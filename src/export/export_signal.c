@@ -10,12 +10,16 @@
  *    so does every handler's sa_mask. A thread that blocks it by a raw system call only makes
  *    a stop time out (the caller skips its round).
  *
+ * The waits among them also go on waiting when a stop's park cut them short (export/waits.h).
+ *
  * Calls that must stay cancellation points (sigsuspend, the waits, ppoll...) go on to
  * libc's own function with the corrected mask: __sigsuspend by name, the others found once
  * with dlsym(RTLD_NEXT). The others are done here with the system call, as libc does (glibc's
  * pthread_sigmask also removes its two internal signals, 32 and 33: so do we). */
 #define _GNU_SOURCE
 #include "base/core.h"
+#include "base/lock.h"
+#include "export/waits.h"
 #include "os/os.h"
 #include "report/fault.h"
 #include "scan/world.h"
@@ -30,6 +34,7 @@
 
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 extern int __sigsuspend(const sigset_t *set);
+extern void __chk_fail(void) __attribute__((noreturn));
 
 /* The mask the program asked for, less the signals it may not block. */
 static const sigset_t *allowed(const sigset_t *set, sigset_t *copy) {
@@ -44,6 +49,72 @@ static const sigset_t *allowed(const sigset_t *set, sigset_t *copy) {
 
 /* ---- Handlers */
 
+/* The program's handlers but for SIGSEGV, SIGBUS and the park signal (whose handlers are
+ * Oscar's own, with the program's behind them): the kernel runs `counted` in their place,
+ * with the program's flags and mask, and it calls the program's. It counts, per thread, the
+ * program's handlers that ran (export/waits.h): a wait that failed with EINTR after a stop's
+ * park, but with one of the program's handlers run since it began, was cut short by the
+ * program's signal too, and must fail as under glibc. (A signal of the program's delivered
+ * as its wait returned, in the same instant as a park's request, looks like the park's cut
+ * to the park handler; only this count tells them apart.) */
+__thread uint32_t export_program_handlers_run __attribute__((tls_model("initial-exec")));
+
+static struct {
+    struct sigaction program[NSIG]; /* where `counted` stands in for the program's */
+    oscar_lock lock;                /* orders the program's sigaction calls with each other */
+} signal_state = {.lock = OSCAR_LOCK_INIT(PROGRAM_HANDLERS)};
+
+static bool is_handler(const struct sigaction *a) {
+    return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL
+                                      : a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+}
+
+static void counted(int sig, siginfo_t *si, void *uc) {
+    export_program_handlers_run++;
+    /* (Read without the lock: a sigaction racing with the delivery is the race the kernel
+     * has too.) */
+    struct sigaction act = signal_state.program[sig];
+    if (act.sa_flags & SA_RESETHAND) { /* the kernel has put back the default: so here */
+        memset(&signal_state.program[sig], 0, sizeof signal_state.program[sig]);
+        signal_state.program[sig].sa_handler = SIG_DFL;
+    }
+    if (!is_handler(&act))
+        return; /* (changed meanwhile) */
+    if (act.sa_flags & SA_SIGINFO)
+        act.sa_sigaction(sig, si, uc);
+    else
+        act.sa_handler(sig);
+}
+
+/* sigaction for a signal whose handler the program owns alone. */
+static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP)
+        return __sigaction(sig, act, old);
+    oscar_lock_acquire(&signal_state.lock);
+    struct sigaction was;
+    int r;
+    if (act && is_handler(act)) {
+        struct sigaction k = *act;
+        k.sa_flags |= SA_SIGINFO;
+        k.sa_sigaction = counted;
+        struct sigaction before = signal_state.program[sig];
+        signal_state.program[sig] = *act; /* (before the kernel can call counted) */
+        r = __sigaction(sig, &k, &was);
+        if (r != 0)
+            signal_state.program[sig] = before;
+        else if (was.sa_sigaction == counted && (was.sa_flags & SA_SIGINFO))
+            was = before;
+    } else {
+        r = __sigaction(sig, act, &was);
+        if (r == 0 && was.sa_sigaction == counted && (was.sa_flags & SA_SIGINFO))
+            was = signal_state.program[sig];
+    }
+    oscar_lock_release(&signal_state.lock);
+    if (r == 0 && old)
+        *old = was;
+    return r;
+}
+
 OSCAR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     struct sigaction copy;
     if (act) {
@@ -54,8 +125,11 @@ OSCAR_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigactio
     if (sig == SIGSEGV || sig == SIGBUS) {
         if (fault_program_sigaction(sig, act, old))
             return 0;
-    } else if (sig == world_park_signal() && world_program_sigaction(act, old)) {
-        return 0;
+    } else if (sig == world_park_signal()) {
+        if (world_program_sigaction(act, old))
+            return 0;
+    } else {
+        return program_sigaction(sig, act, old);
     }
     return __sigaction(sig, act, old);
 }
@@ -195,7 +269,14 @@ OSCAR_EXPORT int sigsetmask(int mask) {
 
 OSCAR_EXPORT int sigsuspend(const sigset_t *set) {
     sigset_t copy;
-    return __sigsuspend(allowed(set, &copy));
+    const sigset_t *mask = allowed(set, &copy);
+    struct wait w;
+    wait_begin(&w);
+    int r;
+    do
+        r = __sigsuspend(mask);
+    while (wait_cut(&w, r < 0));
+    return r;
 }
 
 /* sigpause(mask) (BSD), __xpg_sigpause(sig) (XPG: wait with sig unblocked), and __sigpause. */
@@ -237,13 +318,27 @@ OSCAR_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
                               const struct timespec *timeout) {
     NEXT(sigtimedwait);
     sigset_t copy;
-    return sigtimedwait_fn(allowed(set, &copy), info, timeout);
+    const sigset_t *mask = allowed(set, &copy);
+    struct wait w;
+    struct timespec left;
+    wait_begin_ts(&w, timeout);
+    int r = sigtimedwait_fn(mask, info, timeout);
+    while (wait_cut(&w, r < 0))
+        r = sigtimedwait_fn(mask, info, wait_ts_left(&w, timeout, &left));
+    return r;
 }
 
 OSCAR_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
     NEXT(sigwaitinfo);
     sigset_t copy;
-    return sigwaitinfo_fn(allowed(set, &copy), info);
+    const sigset_t *mask = allowed(set, &copy);
+    struct wait w;
+    wait_begin(&w);
+    int r;
+    do
+        r = sigwaitinfo_fn(mask, info);
+    while (wait_cut(&w, r < 0));
+    return r;
 }
 
 OSCAR_EXPORT int sigwait(const sigset_t *set, int *sig) {
@@ -259,26 +354,61 @@ OSCAR_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *time
                        const sigset_t *mask) {
     NEXT(ppoll);
     sigset_t copy;
-    return ppoll_fn(fds, n, timeout, allowed(mask, &copy));
+    const sigset_t *m = allowed(mask, &copy);
+    struct wait w;
+    struct timespec left;
+    wait_begin_ts(&w, timeout);
+    int r = ppoll_fn(fds, n, timeout, m);
+    while (wait_cut(&w, r < 0))
+        r = ppoll_fn(fds, n, wait_ts_left(&w, timeout, &left), m);
+    return r;
+}
+
+/* _FORTIFY_SOURCE's ppoll (libc's calls its own ppoll inside, past the wrapper above). */
+OSCAR_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
+                             const sigset_t *mask, size_t fds_len) {
+    if (fds_len / sizeof(*fds) < n)
+        __chk_fail();
+    return ppoll(fds, n, timeout, mask);
 }
 
 OSCAR_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
                          const sigset_t *mask) {
     NEXT(pselect);
     sigset_t copy;
-    return pselect_fn(n, r, w, e, timeout, allowed(mask, &copy));
+    const sigset_t *m = allowed(mask, &copy);
+    struct wait wt;
+    struct timespec left;
+    wait_begin_ts(&wt, timeout);
+    int res = pselect_fn(n, r, w, e, timeout, m);
+    while (wait_cut(&wt, res < 0))
+        res = pselect_fn(n, r, w, e, wait_ts_left(&wt, timeout, &left), m);
+    return res;
 }
 
 OSCAR_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max, int timeout,
                              const sigset_t *mask) {
     NEXT(epoll_pwait);
     sigset_t copy;
-    return epoll_pwait_fn(epfd, events, max, timeout, allowed(mask, &copy));
+    const sigset_t *m = allowed(mask, &copy);
+    struct wait w;
+    wait_begin_ms(&w, timeout);
+    int r = epoll_pwait_fn(epfd, events, max, timeout, m);
+    while (wait_cut(&w, r < 0))
+        r = epoll_pwait_fn(epfd, events, max, wait_ms_left(&w, timeout), m);
+    return r;
 }
 
 OSCAR_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max,
                               const struct timespec *timeout, const sigset_t *mask) {
     NEXT(epoll_pwait2);
     sigset_t copy;
-    return epoll_pwait2_fn(epfd, events, max, timeout, allowed(mask, &copy));
+    const sigset_t *m = allowed(mask, &copy);
+    struct wait w;
+    struct timespec left;
+    wait_begin_ts(&w, timeout);
+    int r = epoll_pwait2_fn(epfd, events, max, timeout, m);
+    while (wait_cut(&w, r < 0))
+        r = epoll_pwait2_fn(epfd, events, max, wait_ts_left(&w, timeout, &left), m);
+    return r;
 }

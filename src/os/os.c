@@ -591,6 +591,15 @@ int os_sigaltstack_get(stack_t *ss) {
     return err_of(sys6(SYS_sigaltstack, 0, (long)ss, 0, 0, 0, 0));
 }
 
+int os_sigpending(uint64_t *set) { return err_of(sys6(SYS_rt_sigpending, (long)set, 8, 0, 0, 0, 0)); }
+
+int os_read_own(void *dst, uintptr_t addr, size_t n) {
+    struct iovec local = {dst, n}, remote = {(void *)addr, n};
+    long r = sys6(SYS_process_vm_readv, sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&local, 1,
+                  (long)&remote, 1, 0);
+    return r < 0 ? err_of(r) : (size_t)r == n ? 0 : EFAULT;
+}
+
 /* The kernel's sigset is 64 bits (NSIG/8 bytes), not glibc's 1024-bit sigset_t. */
 int os_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
     return err_of(sys6(SYS_rt_sigprocmask, how, (long)set, (long)old, 8, 0, 0));

@@ -159,6 +159,12 @@ int os_sigaltstack_get(stack_t *ss);
 /* rt_sigprocmask as is: no signal removed from set (the caller does that). */
 int os_sigprocmask(int how, const sigset_t *set, sigset_t *old);
 int os_mincore(void *addr, size_t len, unsigned char *vec);
+/* The signals pending for this thread or the process, as the kernel's 64-bit set. */
+int os_sigpending(uint64_t *set);
+/* Copy n bytes at addr of this process into dst, a fault there being -EFAULT rather than a
+ * signal (process_vm_readv): for memory that may be unreadable (execute-only code). 0 or
+ * an errno (EFAULT; EPERM or ENOSYS where a filter or the kernel refuses the call). */
+int os_read_own(void *dst, uintptr_t addr, size_t n);
 /* The same futex calls on memory shared between processes. */
 int os_futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void os_futex_wake_shared(_Atomic uint32_t *word, int n);

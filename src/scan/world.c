@@ -160,8 +160,55 @@ static uintptr_t frame_end(ucontext_t *uc) {
     return end;
 }
 
+/* This thread's system calls that a park request cut short (world_calls_cut), and when
+ * the latest was (world_cut_at). */
+static __thread uint32_t calls_cut __attribute__((tls_model("initial-exec")));
+static __thread uint64_t cut_at __attribute__((tls_model("initial-exec")));
+/* The wrapper's calls (world_call_begins) and the one cut_at belongs to: a second park
+ * that comes as the cut call returns finds the same context (rax -EINTR after `syscall`) but
+ * cut nothing, and must not move cut_at past the time parked (a sleep then slept it again:
+ * with marks back to back, 17 s for a sleep of 1 s). */
+static __thread uint32_t call_gen __attribute__((tls_model("initial-exec")));
+static __thread uint32_t cut_gen __attribute__((tls_model("initial-exec")));
+
+uint32_t world_calls_cut(void) { return calls_cut; }
+uint64_t world_cut_at(void) { return cut_at; }
+void world_call_begins(void) { call_gen++; }
+
+/* The handler's start, where it may have cut a call short (rax -EINTR): after the call
+ * stopped, so a sleep that goes on from here with what the kernel said was left never
+ * wakes early. Else 0 (no clock read). */
+static uint64_t entered_at(const ucontext_t *uc) {
+    return uc->uc_mcontext.gregs[REG_RAX] == -EINTR ? os_monotonic_ns() : 0;
+}
+
+/* The request just handled interrupted a system call the kernel does not restart after a
+ * handler (poll, epoll_wait, select, nanosleep, pause...: it returns EINTR, and rax holds
+ * -EINTR right after the `syscall` instruction) and no signal of the program's waits to be
+ * handled once this handler returns (that one would have cut it short too, and the program
+ * must see EINTR): count it, so that a wrapper of such a call goes on waiting instead
+ * (export/export_waits.c). */
+static void note_cut(const ucontext_t *uc, uint64_t entered) {
+    if (!entered || uc->uc_mcontext.gregs[REG_RAX] != -EINTR)
+        return;
+    unsigned char insn[2];
+    int err = os_read_own(insn, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] - 2, 2);
+    if (err == EFAULT || (!err && (insn[0] != 0x0f || insn[1] != 0x05)))
+        return;
+    uint64_t pending, mask;
+    memcpy(&mask, &uc->uc_sigmask, sizeof mask);
+    if (os_sigpending(&pending) != 0 ||
+        (pending & ~mask & ~(1ull << (world_state.sig - 1))) != 0)
+        return;
+    if (cut_gen != call_gen || !cut_at) {
+        cut_at = entered;
+        cut_gen = call_gen;
+    }
+    calls_cut++;
+}
+
 /* A park signal that is not one of our requests. */
-static void pass_on(int sig, siginfo_t *si, void *uc) {
+static void pass_on(int sig, siginfo_t *si, void *uc, uint64_t entered) {
     struct sigaction act = world_state.program;
     bool custom = (act.sa_flags & SA_SIGINFO) ? act.sa_sigaction != NULL
                                              : act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
@@ -180,8 +227,10 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
      * (After a stop gave up, a raise() of the park signal by the program looks the same as a
      * late request: it is dropped too.) */
     if (si->si_code == SI_TKILL && si->si_pid == os_getpid() &&
-        atomic_load(&world_state.failed_stops))
+        atomic_load(&world_state.failed_stops)) {
+        note_cut(uc, entered);
         return;
+    }
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -191,21 +240,24 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
 
 uint64_t world_test_park_spin_ns;
 
+
 static void on_park(int sig, siginfo_t *si, void *ucv) {
     int saved = errno;
+    uint64_t entered = entered_at(ucv);
     struct slot *s = NULL;
     if (atomic_load_explicit(&world_state.stopping, memory_order_acquire))
         s = lookup((int32_t)os_gettid());
     if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_ASKED) {
         /* A tgkill of ours carries our pid and SI_TKILL; a stray one of an earlier stop that
          * timed out is dropped (pass_on), anything else goes to the program. */
-        pass_on(sig, si, ucv);
+        pass_on(sig, si, ucv, entered);
         errno = saved;
         return;
     }
     /* Inside a stretch that must not be parked in (os/nopark.h: a free between its page's
      * entry and its revocation): the thread asks again as soon as it leaves it. */
     if (os_nopark_defer()) {
+        note_cut(ucv, entered);
         errno = saved;
         return;
     }
@@ -237,6 +289,7 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         os_futex_wait(&world_state.resumed, r, 0);
     if (__builtin_expect(world_test_park_spin_ns != 0, 0))
         os_spin_ns(world_test_park_spin_ns); /* (resumed, still in the handler: its mask) */
+    note_cut(uc, entered);
     errno = saved;
 }
 

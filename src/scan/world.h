@@ -39,6 +39,18 @@ size_t world_count(void);             /* parked threads (the caller is not one o
 const struct world_thread *world_thread_at(size_t i);
 void world_resume(void);
 int world_park_signal(void);          /* the signal number used to park */
+/* How many of the calling thread's system calls a park request has cut short: EINTR from a
+ * call the kernel does not restart after a handler (poll, epoll_wait, select, nanosleep,
+ * pause, sigsuspend...), with no signal of the program's waiting. A wrapper of such a call
+ * reads it before and after: changed, the EINTR was ours, and it goes on waiting
+ * (export/export_waits.c). */
+uint32_t world_calls_cut(void);
+/* When the latest of them was cut (CLOCK_MONOTONIC ns, no earlier than the moment the call
+ * stopped waiting): a sleep that goes on with the time the kernel said was left counts from
+ * here, so the time spent parked is not slept again. */
+uint64_t world_cut_at(void);
+/* A wrapper is about to make its call (again): the next cut is this call's. */
+void world_call_begins(void);
 /* Testing (OSCAR_TEST_PARK_SPIN_US; set once at init): nanoseconds a thread that took the
  * park signal spins before it counts as parked, and again once resumed, before it leaves the
  * handler. */

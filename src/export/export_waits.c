@@ -1,0 +1,191 @@
+/* export_waits: libc's waits that a stop of the world would cut short with EINTR, and that
+ * set no signal mask (those are in export_signal.c, which removes the park signal from the
+ * mask first): they go on waiting after a stop's park, as export/waits.h says. libc's own
+ * function does each wait, so each stays a cancellation point; sleep and usleep, which
+ * call libc's nanosleep inside libc, go through the wrapper of nanosleep here. */
+#undef _FORTIFY_SOURCE
+#define _GNU_SOURCE
+#include "base/core.h"
+#include "export/real.h"
+#include "export/waits.h"
+
+#include <poll.h>
+#include <semaphore.h>
+#include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+DECLARE(int, nanosleep, const struct timespec *, struct timespec *)
+DECLARE(int, clock_nanosleep, clockid_t, int, const struct timespec *, struct timespec *)
+DECLARE(int, poll, struct pollfd *, nfds_t, int)
+DECLARE(int, select, int, fd_set *, fd_set *, fd_set *, struct timeval *)
+DECLARE(int, epoll_wait, int, struct epoll_event *, int, int)
+DECLARE(int, pause, void)
+DECLARE(int, sem_wait, sem_t *)
+DECLARE(int, sem_timedwait, sem_t *, const struct timespec *)
+DECLARE(int, sem_clockwait, sem_t *, clockid_t, const struct timespec *)
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+__attribute__((constructor)) static void find_real_functions(void) {
+    void *all[] = {real_fn_nanosleep(), real_fn_clock_nanosleep(), real_fn_poll(),
+                   real_fn_select(), real_fn_epoll_wait(), real_fn_pause(),
+                   real_fn_sem_wait(), real_fn_sem_timedwait(), real_fn_sem_clockwait()};
+    __asm__ volatile("" : : "r"(all) : "memory");
+}
+
+/* libc's function, or fail as a missing one would (ENOSYS). */
+#define REAL(name, ...)                                                                       \
+    (real_fn_##name() ? real_fn_##name()(__VA_ARGS__) : (errno = ENOSYS, -1))
+
+/* ---- Sleeps: the kernel says what is left (rem), even where the program passed none. */
+
+OSCAR_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
+    struct timespec left, *out = rem ? rem : &left;
+    struct wait w;
+    wait_begin(&w);
+    int r = REAL(nanosleep, req, out);
+    while (wait_cut(&w, r != 0)) {
+        struct timespec next;
+        if (!wait_sleep_left(out, &next)) {
+            out->tv_sec = out->tv_nsec = 0;
+            return 0;
+        }
+        r = REAL(nanosleep, &next, out);
+    }
+    return r;
+}
+
+/* A clock of CPU time (a process's or a thread's): a park's time is not its time. */
+static bool cpu_clock(clockid_t clock) {
+    return clock == CLOCK_PROCESS_CPUTIME_ID || clock == CLOCK_THREAD_CPUTIME_ID || clock < 0;
+}
+
+OSCAR_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                                 struct timespec *rem) {
+    if (!real_fn_clock_nanosleep())
+        return ENOSYS;
+    bool absolute = flags & TIMER_ABSTIME;
+    struct timespec left, *out = absolute || rem ? rem : &left;
+    struct wait w;
+    wait_begin(&w);
+    int err = real_fn_clock_nanosleep()(clock, flags, req, out);
+    while (wait_cut_err(&w, err)) {
+        struct timespec next = absolute ? *req : *out;
+        if (!absolute && !cpu_clock(clock) && !wait_sleep_left(out, &next)) {
+            out->tv_sec = out->tv_nsec = 0;
+            return 0;
+        }
+        err = real_fn_clock_nanosleep()(clock, flags, &next, out);
+    }
+    return err;
+}
+
+/* As glibc's: nanosleep without rem; -1 and EINTR only for a signal of the program's. */
+OSCAR_EXPORT int usleep(useconds_t us) {
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    return nanosleep(&ts, NULL);
+}
+
+/* As glibc's: the whole seconds left when a signal of the program's ended it, errno kept on
+ * success. */
+OSCAR_EXPORT unsigned sleep(unsigned seconds) {
+    int saved = errno;
+    struct timespec ts = {(time_t)seconds, 0};
+    if (nanosleep(&ts, &ts) == 0) {
+        errno = saved;
+        return 0;
+    }
+    return (unsigned)ts.tv_sec;
+}
+
+/* ---- Waits for descriptors */
+
+OSCAR_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
+    struct wait w;
+    wait_begin_ms(&w, timeout);
+    int r = REAL(poll, fds, n, timeout);
+    while (wait_cut(&w, r < 0))
+        r = REAL(poll, fds, n, wait_ms_left(&w, timeout));
+    return r;
+}
+
+/* _FORTIFY_SOURCE's poll (libc's calls its own poll inside, past any wrapper). */
+OSCAR_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fds_len) {
+    if (fds_len / sizeof(*fds) < n)
+        __chk_fail();
+    return poll(fds, n, timeout);
+}
+
+/* The sets are as they were after EINTR; the timeval gets what is left from here (Linux
+ * writes it there too, but as of the cut: the time parked would be waited again). */
+OSCAR_EXPORT int select(int n, fd_set *r, fd_set *wr, fd_set *e, struct timeval *timeout) {
+    struct wait w;
+    struct timespec ts, left;
+    if (timeout)
+        ts = (struct timespec){timeout->tv_sec, timeout->tv_usec * 1000};
+    wait_begin_ts(&w, timeout ? &ts : NULL);
+    int res = REAL(select, n, r, wr, e, timeout);
+    while (wait_cut(&w, res < 0)) {
+        if (timeout && wait_ts_left(&w, &ts, &left) == &left)
+            *timeout = left.tv_nsec > 999999000
+                           ? (struct timeval){left.tv_sec + 1, 0}
+                           : (struct timeval){left.tv_sec, (left.tv_nsec + 999) / 1000};
+        res = REAL(select, n, r, wr, e, timeout);
+    }
+    return res;
+}
+
+OSCAR_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max, int timeout) {
+    struct wait w;
+    wait_begin_ms(&w, timeout);
+    int r = REAL(epoll_wait, epfd, events, max, timeout);
+    while (wait_cut(&w, r < 0))
+        r = REAL(epoll_wait, epfd, events, max, wait_ms_left(&w, timeout));
+    return r;
+}
+
+/* ---- Waits for a signal or a semaphore */
+
+OSCAR_EXPORT int pause(void) {
+    struct wait w;
+    wait_begin(&w);
+    int r;
+    do
+        r = REAL(pause);
+    while (wait_cut(&w, r < 0));
+    return r;
+}
+
+OSCAR_EXPORT int sem_wait(sem_t *sem) {
+    struct wait w;
+    wait_begin(&w);
+    int r;
+    do
+        r = REAL(sem_wait, sem);
+    while (wait_cut(&w, r < 0));
+    return r;
+}
+
+/* (Absolute deadlines: the same call again.) */
+OSCAR_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *at) {
+    struct wait w;
+    wait_begin(&w);
+    int r;
+    do
+        r = REAL(sem_timedwait, sem, at);
+    while (wait_cut(&w, r < 0));
+    return r;
+}
+
+OSCAR_EXPORT int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *at) {
+    struct wait w;
+    wait_begin(&w);
+    int r;
+    do
+        r = REAL(sem_clockwait, sem, clock, at);
+    while (wait_cut(&w, r < 0));
+    return r;
+}

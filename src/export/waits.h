@@ -1,0 +1,138 @@
+/* waits: a wait of the program's that a stop of the world cut short goes on waiting.
+ *
+ * A stop parks every thread with a signal (scan/world.h). The kernel restarts most calls a
+ * handler interrupts (SA_RESTART: read, write, futex waits, wait4...) but not the ones that
+ * wait with a timeout or for a signal: poll, ppoll, select, pselect, epoll_wait(s),
+ * nanosleep, clock_nanosleep, pause, sigsuspend, sigtimedwait, sigwaitinfo, sem_wait(s)
+ * return EINTR after any handler, ours too. Under glibc no signal came, so the program must
+ * not see one: each wrapper (export_waits.c, export_signal.c) reads world_calls_cut() before
+ * the call and, when the call fails with EINTR and the count moved (the park handler saw this
+ * thread's call cut short by its request, with no signal of the program's waiting) while no
+ * handler of the program's ran (export_signal.c counts them), calls again with what is left
+ * of the timeout, errno as it was on entry.
+ *
+ * What is left: nanosleep and clock_nanosleep say it themselves (their `rem`, counted from the
+ * moment the park handler started, so the time parked is not slept again: with marks back
+ * to back a wait that counted only its own time between parks took ten times as long),
+ * absolute deadlines stay as they are; the others keep their deadline here, read on entry
+ * from CLOCK_MONOTONIC (a system call, only for a finite timeout > 0: libc's vDSO clock may
+ * be gone in a program that moved it, protect_shape_after_bss.c).
+ *
+ * Not covered (README, Limitations): the same calls made by a raw system call or inside libc
+ * (its own internal calls do not come through these wrappers), reads and writes on a
+ * socket with SO_RCVTIMEO / SO_SNDTIMEO, and a signal of the program's arriving in the
+ * instant between the cut call's return and the next call (then it went unnoticed by the
+ * check, and the wait goes on until its deadline or its next event). */
+#ifndef OSCAR_EXPORT_WAITS_H
+#define OSCAR_EXPORT_WAITS_H
+#include "os/os.h"
+#include "scan/world.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+/* The program's signal handlers run on this thread so far (export_signal.c). */
+extern __thread uint32_t export_program_handlers_run
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+struct wait {
+    uint32_t cut;     /* world_calls_cut() before the latest call */
+    uint32_t handlers; /* export_program_handlers_run then */
+    int errno_in;     /* errno on entry: what a wait that succeeds after a cut leaves */
+    uint64_t deadline; /* CLOCK_MONOTONIC ns, for a relative timeout read here; 0: none */
+};
+
+#define NS_PER_S 1000000000ull
+
+static inline void wait_begin(struct wait *w) {
+    world_call_begins();
+    w->cut = world_calls_cut();
+    w->handlers = export_program_handlers_run;
+    w->errno_in = errno;
+    w->deadline = 0;
+}
+
+/* ...with a timeout of ms milliseconds (poll, epoll_wait: < 0 forever, 0 no wait). */
+static inline void wait_begin_ms(struct wait *w, int ms) {
+    wait_begin(w);
+    if (ms > 0)
+        w->deadline = os_monotonic_ns() + (uint64_t)ms * 1000000u;
+}
+
+/* ...with a relative timeout ts (NULL: forever). */
+static inline void wait_begin_ts(struct wait *w, const struct timespec *ts) {
+    wait_begin(w);
+    if (ts && ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < (long)NS_PER_S &&
+        (ts->tv_sec || ts->tv_nsec)) {
+        uint64_t ns = (uint64_t)ts->tv_sec > UINT64_MAX / 4 / NS_PER_S
+                          ? UINT64_MAX / 4
+                          : (uint64_t)ts->tv_sec * NS_PER_S + (uint64_t)ts->tv_nsec;
+        w->deadline = os_monotonic_ns() + ns;
+    }
+}
+
+/* The call failed (failed: as the call says failure) with errno EINTR: was it a stop's? Then
+ * errno is put back as it was on entry and the caller calls again. */
+static inline bool wait_cut(struct wait *w, bool failed) {
+    if (!failed || errno != EINTR)
+        return false;
+    uint32_t now = world_calls_cut();
+    if (now == w->cut || export_program_handlers_run != w->handlers)
+        return false;
+    w->cut = now;
+    errno = w->errno_in;
+    world_call_begins(); /* (the caller calls again next) */
+    return true;
+}
+
+/* ... for the calls that return the error instead (clock_nanosleep). */
+static inline bool wait_cut_err(struct wait *w, int err) {
+    if (err != EINTR)
+        return false;
+    uint32_t now = world_calls_cut();
+    if (now == w->cut || export_program_handlers_run != w->handlers)
+        return false;
+    w->cut = now;
+    world_call_begins();
+    return true;
+}
+
+static inline uint64_t wait_ns_left(const struct wait *w) {
+    uint64_t now = os_monotonic_ns();
+    return now >= w->deadline ? 0 : w->deadline - now;
+}
+
+/* What is left of a timeout of ms milliseconds (rounded up, as the kernel rounds a wait). */
+static inline int wait_ms_left(const struct wait *w, int ms) {
+    if (ms <= 0 || !w->deadline)
+        return ms;
+    return (int)((wait_ns_left(w) + 999999) / 1000000);
+}
+
+/* What is left of the timeout ts, in *left; NULL stays NULL (forever). */
+static inline const struct timespec *wait_ts_left(const struct wait *w, const struct timespec *ts,
+                                                  struct timespec *left) {
+    if (!ts || !w->deadline)
+        return ts;
+    uint64_t ns = wait_ns_left(w);
+    left->tv_sec = (time_t)(ns / NS_PER_S);
+    left->tv_nsec = (long)(ns % NS_PER_S);
+    return left;
+}
+/* A sleep cut short with `rem` left (the kernel's word, as of the moment it stopped): what
+ * is left of it now, the time parked counted as slept (world_cut_at), in *left; false when
+ * nothing is. */
+static inline bool wait_sleep_left(const struct timespec *rem, struct timespec *left) {
+    if (rem->tv_sec < 0 || rem->tv_nsec < 0)
+        return false;
+    uint64_t end = world_cut_at() + (uint64_t)rem->tv_sec * NS_PER_S + (uint64_t)rem->tv_nsec;
+    uint64_t now = os_monotonic_ns();
+    if (now >= end)
+        return false;
+    left->tv_sec = (time_t)((end - now) / NS_PER_S);
+    left->tv_nsec = (long)((end - now) % NS_PER_S);
+    return true;
+}
+#endif
