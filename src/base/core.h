@@ -55,6 +55,9 @@
  *                     TLS, the program's own mappings (scan/roots.h).
  *   world stop        Parking every other thread at a safe point with its registers saved
  *                     (scan/world.h): the mark and fork use it.
+ *   cut wait          A wait of the program's (poll, a sleep, pause...) that a world stop's
+ *                     park signal ended with EINTR; libc's wrappers wait again for what is
+ *                     left of it (export/waits.h).
  *   concurrent mark   Protect mode: a mark run by Oscar's own thread while the program runs;
  *                     the pages written meanwhile are listed by a write tracker (os/wtrack.h)
  *                     and read again, the last ones with the world stopped briefly.
@@ -75,7 +78,7 @@
  *   unwind_regs (report/unwind.h), thread_cache, thread_state, class_cache, retire_queue
  *   (heap/thread.h), keep_claim (heap/keep.h), ph_heap, ph_page, ph_meta, ph_kind, ph_slot,
  *   ph_own, ph_caller (heap/protect_heap.h), world_thread (scan/world.h), root_kind,
- *   root_range (scan/roots.h), maps_line (scan/maps.h).
+ *   root_range (scan/roots.h), maps_line (scan/maps.h), wait (export/waits.h).
  */
 #ifndef OSCAR_CORE_H
 #define OSCAR_CORE_H

@@ -1,8 +1,9 @@
 /* export_waits: libc's waits that a stop of the world would cut short with EINTR, and that
  * set no signal mask (those are in export_signal.c, which removes the park signal from the
  * mask first): they go on waiting after a stop's park, as export/waits.h says. libc's own
- * function does each wait, so each stays a cancellation point; sleep and usleep, which
- * call libc's nanosleep inside libc, go through the wrapper of nanosleep here. */
+ * function does each wait, so each stays a cancellation point; sleep, usleep and thrd_sleep,
+ * which call libc's nanosleep inside libc, go through the wrappers of nanosleep and
+ * clock_nanosleep here. */
 #undef _FORTIFY_SOURCE
 #define _GNU_SOURCE
 #include "base/core.h"
@@ -99,6 +100,13 @@ OSCAR_EXPORT unsigned sleep(unsigned seconds) {
         return 0;
     }
     return (unsigned)ts.tv_sec;
+}
+
+/* C11's: 0, -1 when a signal of the program's ended it (rem then set), another negative
+ * value on error. */
+OSCAR_EXPORT int thrd_sleep(const struct timespec *duration, struct timespec *rem) {
+    int err = clock_nanosleep(CLOCK_REALTIME, 0, duration, rem);
+    return err == 0 ? 0 : err == EINTR ? -1 : -2;
 }
 
 /* ---- Waits for descriptors */

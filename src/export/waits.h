@@ -1,4 +1,4 @@
-/* waits: a wait of the program's that a stop of the world cut short goes on waiting.
+/* waits: a wait of the program's that a stop of the world cut short (a cut wait) goes on waiting.
  *
  * A stop parks every thread with a signal (scan/world.h). The kernel restarts most calls a
  * handler interrupts (SA_RESTART: read, write, futex waits, wait4...) but not the ones that

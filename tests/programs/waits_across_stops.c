@@ -1,7 +1,7 @@
 /* A thread waits in every libc call that the kernel does not restart after a signal handler
- * (usleep, sleep, nanosleep, clock_nanosleep relative and absolute, poll, ppoll, select,
- * pselect, epoll_wait, epoll_pwait, sigtimedwait, sigwaitinfo, sem_wait, sem_timedwait,
- * pause, sigsuspend) while the main thread allocates and frees, so that protect mode's marks
+ * (usleep, sleep, nanosleep, thrd_sleep, clock_nanosleep relative and absolute, poll, ppoll,
+ * select, pselect, epoll_wait, epoll_pwait, sigtimedwait, sigwaitinfo, sem_wait,
+ * sem_timedwait, pause, sigsuspend) while the main thread allocates and frees, so that protect mode's marks
  * stop the world, with a signal, again and again. Under glibc no signal comes: every timed
  * wait takes at least its time and none fails with EINTR. It prints, per call, how many
  * waits failed with EINTR ("eintr_<call>") and how many returned before their time
@@ -24,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,9 +48,10 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-enum { USLEEP, SLEEP, NANOSLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT, PSELECT, EPOLL,
+enum { USLEEP, SLEEP, NANOSLEEP, THRD_SLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT, PSELECT, EPOLL,
        EPOLL_P, SIGTIMEDWAIT, SEM_TIMEDWAIT, CALLS };
-static const char *const names[CALLS] = {"usleep", "sleep", "nanosleep", "clock_nanosleep",
+static const char *const names[CALLS] = {"usleep", "sleep", "nanosleep", "thrd_sleep",
+                                         "clock_nanosleep",
                                          "clock_nanosleep_abs", "poll", "ppoll", "select",
                                          "pselect", "epoll_wait", "epoll_pwait",
                                          "sigtimedwait", "sem_timedwait"};
@@ -68,6 +70,7 @@ static int timed_wait(int call, int epfd) {
     case USLEEP: return usleep(WAIT_MS * 1000);
     case SLEEP: return sleep(1) == 0 ? 0 : (errno = EINTR, -1);
     case NANOSLEEP: return nanosleep(&ts, &rem);
+    case THRD_SLEEP: return thrd_sleep(&ts, &rem) == 0 ? 0 : (errno = EINTR, -1);
     case CLOCK_REL:
         err = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
         return err ? (errno = err, -1) : 0;
