@@ -1,8 +1,8 @@
 /* A thread waits in every libc call that the kernel does not restart after a signal handler
  * (usleep, sleep, nanosleep, thrd_sleep, clock_nanosleep relative and absolute, poll, ppoll,
  * select, pselect, epoll_wait, epoll_pwait, sigtimedwait, sigwaitinfo, sem_wait,
- * sem_timedwait, pause, sigsuspend) while the main thread allocates and frees, so that protect mode's marks
- * stop the world, with a signal, again and again. Under glibc no signal comes: every timed
+ * sem_timedwait, pause, sigsuspend) while the main thread allocates and frees, so that
+ * protect mode's marks stop the world, with a signal, again and again. Under glibc no signal comes: every timed
  * wait takes at least its time and none fails with EINTR. It prints, per call, how many
  * waits failed with EINTR ("eintr_<call>") and how many returned before their time
  * ("early_<call>"): all 0, as under glibc. The waits for a signal (pause, sigsuspend,
