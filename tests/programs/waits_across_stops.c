@@ -1,16 +1,16 @@
 /* A thread waits in every libc call that the kernel does not restart after a signal handler
  * (usleep, sleep, nanosleep, thrd_sleep, clock_nanosleep relative and absolute, poll, ppoll,
- * select, pselect, epoll_wait, epoll_pwait, sigtimedwait, sigwaitinfo, sem_wait,
- * sem_timedwait, pause, sigsuspend) while the main thread allocates and frees, so that
- * protect mode's marks stop the world, with a signal, again and again. Under glibc no signal comes: every timed
- * wait takes at least its time and none fails with EINTR. It prints, per call, how many
- * waits failed with EINTR ("eintr_<call>") and how many returned before their time
- * ("early_<call>"): all 0, as under glibc. The waits for a signal (pause, sigsuspend,
- * sigwaitinfo, sem_wait) end by the program's own doing: SIGUSR1 or a post sent by the main
- * thread, and each must end exactly once per signal ("woken_<call> N", as under glibc), not
- * early and never hang. With "interrupt" the main thread also sends SIGUSR1 while the waiter
- * is in poll(-1): that one must still fail with EINTR ("program_signal_interrupts 1"). With
- * "fork" the main thread forks instead of allocating: every mode stops the world for that. */
+ * select, pselect, epoll_wait, epoll_pwait, sigtimedwait, sigwaitinfo, sem_wait, sem_timedwait,
+ * pause, sigsuspend) while the main thread allocates and frees, so that protect mode's marks
+ * stop the world, with a signal, again and again. Under glibc no signal comes: every timed wait
+ * takes at least its time and none fails with EINTR. It prints, per call, how many waits failed
+ * with EINTR ("eintr_<call>") and how many returned before their time ("early_<call>"): all 0,
+ * as under glibc. The waits for a signal (pause, sigsuspend, sigwaitinfo, sem_wait) end by the
+ * program's own doing: SIGUSR1 or a post sent by the main thread, and each must end exactly
+ * once per signal ("woken_<call> N", as under glibc), not early and never hang. With
+ * "interrupt" the main thread also sends SIGUSR1 while the waiter is in poll(-1): that one must
+ * still fail with EINTR ("program_signal_interrupts 1"). With "fork" the main thread forks
+ * instead of allocating: every mode stops the world for that. */
 #define _GNU_SOURCE
 #include "common.h"
 
@@ -48,8 +48,8 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-enum { USLEEP, SLEEP, NANOSLEEP, THRD_SLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT, PSELECT, EPOLL,
-       EPOLL_P, SIGTIMEDWAIT, SEM_TIMEDWAIT, CALLS };
+enum { USLEEP, SLEEP, NANOSLEEP, THRD_SLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT,
+       PSELECT, EPOLL, EPOLL_P, SIGTIMEDWAIT, SEM_TIMEDWAIT, CALLS };
 static const char *const names[CALLS] = {"usleep", "sleep", "nanosleep", "thrd_sleep",
                                          "clock_nanosleep",
                                          "clock_nanosleep_abs", "poll", "ppoll", "select",
