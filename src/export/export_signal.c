@@ -64,11 +64,6 @@ static struct {
     oscar_lock lock;                /* orders the program's sigaction calls with each other */
 } signal_state = {.lock = OSCAR_LOCK_INIT(PROGRAM_HANDLERS)};
 
-static bool is_handler(const struct sigaction *a) {
-    return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL
-                                      : a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
-}
-
 static void counted(int sig, siginfo_t *si, void *uc) {
     export_program_handlers_run++;
     /* (Read without the lock: a sigaction racing with the delivery is the race the kernel
@@ -78,7 +73,7 @@ static void counted(int sig, siginfo_t *si, void *uc) {
         memset(&signal_state.program[sig], 0, sizeof signal_state.program[sig]);
         signal_state.program[sig].sa_handler = SIG_DFL;
     }
-    if (!is_handler(&act))
+    if (!os_is_handler(&act))
         return; /* (changed meanwhile) */
     if (act.sa_flags & SA_SIGINFO)
         act.sa_sigaction(sig, si, uc);
@@ -93,7 +88,7 @@ static int program_sigaction(int sig, const struct sigaction *act, struct sigact
     oscar_lock_acquire(&signal_state.lock);
     struct sigaction was;
     int r;
-    if (act && is_handler(act)) {
+    if (act && os_is_handler(act)) {
         struct sigaction k = *act;
         k.sa_flags |= SA_SIGINFO;
         k.sa_sigaction = counted;
@@ -270,12 +265,8 @@ OSCAR_EXPORT int sigsetmask(int mask) {
 OSCAR_EXPORT int sigsuspend(const sigset_t *set) {
     sigset_t copy;
     const sigset_t *mask = allowed(set, &copy);
-    struct wait w;
-    wait_begin(&w);
     int r;
-    do
-        r = __sigsuspend(mask);
-    while (wait_cut(&w, r < 0));
+    WAIT_AGAIN(r, __sigsuspend(mask));
     return r;
 }
 
@@ -332,12 +323,8 @@ OSCAR_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
     NEXT(sigwaitinfo);
     sigset_t copy;
     const sigset_t *mask = allowed(set, &copy);
-    struct wait w;
-    wait_begin(&w);
     int r;
-    do
-        r = sigwaitinfo_fn(mask, info);
-    while (wait_cut(&w, r < 0));
+    WAIT_AGAIN(r, sigwaitinfo_fn(mask, info));
     return r;
 }
 

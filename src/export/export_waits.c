@@ -158,42 +158,26 @@ OSCAR_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max, int t
 /* ---- Waits for a signal or a semaphore */
 
 OSCAR_EXPORT int pause(void) {
-    struct wait w;
-    wait_begin(&w);
     int r;
-    do
-        r = REAL(pause);
-    while (wait_cut(&w, r < 0));
+    WAIT_AGAIN(r, REAL(pause));
     return r;
 }
 
 OSCAR_EXPORT int sem_wait(sem_t *sem) {
-    struct wait w;
-    wait_begin(&w);
     int r;
-    do
-        r = REAL(sem_wait, sem);
-    while (wait_cut(&w, r < 0));
+    WAIT_AGAIN(r, REAL(sem_wait, sem));
     return r;
 }
 
 /* (Absolute deadlines: the same call again.) */
 OSCAR_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *at) {
-    struct wait w;
-    wait_begin(&w);
     int r;
-    do
-        r = REAL(sem_timedwait, sem, at);
-    while (wait_cut(&w, r < 0));
+    WAIT_AGAIN(r, REAL(sem_timedwait, sem, at));
     return r;
 }
 
 OSCAR_EXPORT int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *at) {
-    struct wait w;
-    wait_begin(&w);
     int r;
-    do
-        r = REAL(sem_clockwait, sem, clock, at);
-    while (wait_cut(&w, r < 0));
+    WAIT_AGAIN(r, REAL(sem_clockwait, sem, clock, at));
     return r;
 }

@@ -73,21 +73,8 @@ static inline void wait_begin_ts(struct wait *w, const struct timespec *ts) {
     }
 }
 
-/* The call failed (failed: as the call says failure) with errno EINTR: was it a stop's? Then
- * errno is put back as it was on entry and the caller calls again. */
-static inline bool wait_cut(struct wait *w, bool failed) {
-    if (!failed || errno != EINTR)
-        return false;
-    uint32_t now = world_calls_cut();
-    if (now == w->cut || export_program_handlers_run != w->handlers)
-        return false;
-    w->cut = now;
-    errno = w->errno_in;
-    world_call_begins(); /* (the caller calls again next) */
-    return true;
-}
-
-/* ... for the calls that return the error instead (clock_nanosleep). */
+/* A call of w's returned EINTR: was it a stop's cut (a cut counted since, no handler of the
+ * program's run)? Then the caller calls again. */
 static inline bool wait_cut_err(struct wait *w, int err) {
     if (err != EINTR)
         return false;
@@ -95,8 +82,33 @@ static inline bool wait_cut_err(struct wait *w, int err) {
     if (now == w->cut || export_program_handlers_run != w->handlers)
         return false;
     w->cut = now;
-    world_call_begins();
+    world_call_begins(); /* (the caller calls again next) */
     return true;
+}
+
+/* ... for the calls that fail (failed: as the call says failure) with errno, which is put back
+ * as it was on entry when the call is made again. */
+static inline bool wait_cut(struct wait *w, bool failed) {
+    if (!failed || !wait_cut_err(w, errno))
+        return false;
+    errno = w->errno_in;
+    return true;
+}
+
+/* r = CALL, made again while a stop cuts it short: the waits with no timeout, or an absolute
+ * one. */
+#define WAIT_AGAIN(r, call)                                                                   \
+    do {                                                                                      \
+        struct wait w_;                                                                       \
+        wait_begin(&w_);                                                                      \
+        do                                                                                    \
+            r = (call);                                                                       \
+        while (wait_cut(&w_, r < 0));                                                         \
+    } while (0)
+
+static inline void ns_to_ts(uint64_t ns, struct timespec *ts) {
+    ts->tv_sec = (time_t)(ns / NS_PER_S);
+    ts->tv_nsec = (long)(ns % NS_PER_S);
 }
 
 static inline uint64_t wait_ns_left(const struct wait *w) {
@@ -116,11 +128,10 @@ static inline const struct timespec *wait_ts_left(const struct wait *w, const st
                                                   struct timespec *left) {
     if (!ts || !w->deadline)
         return ts;
-    uint64_t ns = wait_ns_left(w);
-    left->tv_sec = (time_t)(ns / NS_PER_S);
-    left->tv_nsec = (long)(ns % NS_PER_S);
+    ns_to_ts(wait_ns_left(w), left);
     return left;
 }
+
 /* A sleep cut short with `rem` left (the kernel's word, as of the moment it stopped): what
  * is left of it now, the time parked counted as slept (world_cut_at), in *left; false when
  * nothing is. */
@@ -131,8 +142,7 @@ static inline bool wait_sleep_left(const struct timespec *rem, struct timespec *
     uint64_t now = os_monotonic_ns();
     if (now >= end)
         return false;
-    left->tv_sec = (time_t)((end - now) / NS_PER_S);
-    left->tv_nsec = (long)((end - now) % NS_PER_S);
+    ns_to_ts(end - now, left);
     return true;
 }
 #endif

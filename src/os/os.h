@@ -156,12 +156,17 @@ uint64_t os_monotonic_ns(void);
 void os_spin_ns(uint64_t ns);
 void os_yield(void);
 int os_sigaltstack_get(stack_t *ss);
+/* Does action a run a handler (neither the default action nor ignored)? */
+static inline bool os_is_handler(const struct sigaction *a) {
+    return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL
+                                      : a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+}
 /* rt_sigprocmask as is: no signal removed from set (the caller does that). */
 int os_sigprocmask(int how, const sigset_t *set, sigset_t *old);
 int os_mincore(void *addr, size_t len, unsigned char *vec);
 /* The signals pending for this thread or the process, as the kernel's 64-bit set. */
 int os_sigpending(uint64_t *set);
-/* Copy n bytes at addr of this process into dst, a fault there being -EFAULT rather than a
+/* Copy n bytes at addr of this process into dst, a fault there being EFAULT rather than a
  * signal (process_vm_readv): for memory that may be unreadable (execute-only code). 0 or
  * an errno (EFAULT; EPERM or ENOSYS where a filter or the kernel refuses the call). */
 int os_read_own(void *dst, uintptr_t addr, size_t n);

@@ -104,8 +104,7 @@ void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, voi
 static void forward(int sig, siginfo_t *si, void *uc) {
     struct sigaction *prog = &fault_state.program[slot_of(sig)];
     struct sigaction act = *prog;
-    bool custom = (act.sa_flags & SA_SIGINFO) ? act.sa_sigaction != NULL
-                                             : act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
+    bool custom = os_is_handler(&act);
     bool sent = si->si_code <= 0; /* by kill, tgkill, raise, sigqueue: not a fault */
     if (!custom) {
         if (sent && !(act.sa_flags & SA_SIGINFO) && act.sa_handler == SIG_IGN)

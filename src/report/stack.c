@@ -134,9 +134,10 @@ static uintptr_t thread_stack_top(void) {
 /* Up the stack from (pc, sp, fp), or (pc 0) from the caller of Oscar's entry point: the
  * frame-pointer chain through Oscar's own frames (built with frame pointers) to the first frame
  * of the program, then one .eh_frame step per frame (unwind.h), so code built without frame
- * pointers (libc, Debian's libraries, -O2 programs) is walked too. Oscar's frames are left out. */
+ * pointers (libc, Debian's libraries, -O2 programs) is walked too. Oscar's frames are left out
+ * (keep_ours: their return addresses come first, for a crash of Oscar's own). */
 static int walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max,
-                bool may_refresh) {
+                bool may_refresh, bool keep_ours) {
     int n = 0;
     uintptr_t top = thread_stack_top();
     struct unwind_regs r = {pc, sp, fp, true};
@@ -152,12 +153,14 @@ static int walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int ma
                 found = true;
                 break;
             }
+            if (keep_ours && n < max)
+                out[n++] = ret;
             if (next <= fp || next - fp > (8UL << 20))
                 break;
             fp = next;
         }
         if (!found)
-            return 0;
+            return n;
     }
     /* Only read inside [sp, top): every byte there is mapped stack. A thread on another
      * stack (signal stack, coroutine) keeps just the first frame. */
@@ -183,28 +186,16 @@ static int walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int ma
 }
 
 int stack_walk(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max) {
-    return walk(pc, fp, sp, out, max, false);
+    return walk(pc, fp, sp, out, max, false, false);
 }
 
 int stack_walk_with_ours(uintptr_t pc, uintptr_t fp, uintptr_t sp, uintptr_t *out, int max) {
-    int n = 0;
-    if (max > 0)
-        out[n++] = pc;
-    /* Oscar's frames by the frame-pointer chain, read only inside [sp, top) as walk does
-     * (a fault may come from a function that had not set its frame up yet: then its caller
-     * is missing, nothing worse). */
-    uintptr_t top = thread_stack_top(), at = fp;
-    while (n < max && at >= sp && at + 16 <= top && !(at & 7)) {
-        const uintptr_t *frame = (const uintptr_t *)at;
-        uintptr_t ret = frame[1], next = frame[0];
-        if (ret < 4096 || !stack_is_ours(ret))
-            break;
-        out[n++] = ret;
-        if (next <= at || next - at > (8UL << 20))
-            return n;
-        at = next;
-    }
-    return n + walk(0, fp, sp, out + n, max - n, false);
+    if (max < 1)
+        return 0;
+    out[0] = pc;
+    /* (A fault in a function that had not set its frame up yet misses its caller, nothing
+     * worse.) */
+    return 1 + walk(0, fp, sp, out + 1, max - 1, false, true);
 }
 
 static uint64_t hash_frames(const uintptr_t *pc, int n) {
@@ -252,7 +243,7 @@ static uint32_t store(const uintptr_t *pc, int n) {
 static uint32_t capture(void) {
     uintptr_t pc[STACK_MAX_FRAMES];
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-    int n = walk(0, fp, fp, pc, stack_depth, true);
+    int n = walk(0, fp, fp, pc, stack_depth, true, false);
     return n ? store(pc, n) : 0;
 }
 

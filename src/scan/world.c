@@ -161,7 +161,7 @@ static uintptr_t frame_end(ucontext_t *uc) {
 }
 
 /* This thread's system calls that a park request cut short (world_calls_cut), and when
- * the latest was (world_cut_at). */
+ * the current wrapper call was first cut (world_cut_at). */
 static __thread uint32_t calls_cut __attribute__((tls_model("initial-exec")));
 static __thread uint64_t cut_at __attribute__((tls_model("initial-exec")));
 /* The wrapper's calls (world_call_begins) and the one cut_at belongs to: a second park
@@ -189,7 +189,7 @@ static uint64_t entered_at(const ucontext_t *uc) {
  * must see EINTR): count it, so that a wrapper of such a call goes on waiting instead
  * (export/export_waits.c). */
 static void note_cut(const ucontext_t *uc, uint64_t entered) {
-    if (!entered || uc->uc_mcontext.gregs[REG_RAX] != -EINTR)
+    if (!entered) /* (rax was not -EINTR: entered_at) */
         return;
     unsigned char insn[2];
     int err = os_read_own(insn, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] - 2, 2);
@@ -210,8 +210,7 @@ static void note_cut(const ucontext_t *uc, uint64_t entered) {
 /* A park signal that is not one of our requests. */
 static void pass_on(int sig, siginfo_t *si, void *uc, uint64_t entered) {
     struct sigaction act = world_state.program;
-    bool custom = (act.sa_flags & SA_SIGINFO) ? act.sa_sigaction != NULL
-                                             : act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
+    bool custom = os_is_handler(&act);
     if (custom) {
         if (act.sa_flags & SA_RESETHAND) { /* one-shot: the default from now on */
             memset(&world_state.program, 0, sizeof world_state.program);
@@ -239,7 +238,6 @@ static void pass_on(int sig, siginfo_t *si, void *uc, uint64_t entered) {
 }
 
 uint64_t world_test_park_spin_ns;
-
 
 static void on_park(int sig, siginfo_t *si, void *ucv) {
     int saved = errno;

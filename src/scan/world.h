@@ -45,9 +45,9 @@ int world_park_signal(void);          /* the signal number used to park */
  * reads it before and after: changed, the EINTR was ours, and it goes on waiting
  * (export/export_waits.c). */
 uint32_t world_calls_cut(void);
-/* When the latest of them was cut (CLOCK_MONOTONIC ns, no earlier than the moment the call
- * stopped waiting): a sleep that goes on with the time the kernel said was left counts from
- * here, so the time spent parked is not slept again. */
+/* When the wrapper's current call (world_call_begins) was first cut (CLOCK_MONOTONIC ns, no
+ * earlier than the moment it stopped waiting): a sleep that goes on with the time the kernel
+ * said was left counts from here, so the time spent parked is not slept again. */
 uint64_t world_cut_at(void);
 /* A wrapper is about to make its call (again): the next cut is this call's. */
 void world_call_begins(void);
