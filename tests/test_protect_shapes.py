@@ -53,6 +53,7 @@ SHAPES = [
     ("protect_shape_after_bss", ["oscar"]),  # in a page merged into liboscar.so's bss
     ("protect_shape_after_bss", ["oscar", "apart"]),  # ... right after it, a line of its own
     ("protect_shape_after_bss", ["oscar", "none"]),  # ... made inaccessible for a while
+    ("protect_shape_after_bss", ["oscar", "vdso"]),  # ... the vDSO moved away first (CRIU)
     ("protect_shape_after_bss", ["libc", "none"]),  # after libc.so.6's bss, inaccessible
     ("protect_shape_after_bss", ["libc", "readonly"]),  # ... read-only
     ("protect_shape_freed_holder", []),      # in a freed object a root still points to

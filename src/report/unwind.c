@@ -7,12 +7,15 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <ucontext.h>
 
 /* ---- The module table (append-only; entries never move) */
 
 #define MAX_MODULES 512
 #define REFRESH_EVERY_NS (50u * 1000 * 1000)
+/* More program headers than any linker writes (ld: about 14). */
+#define MAX_PHDRS 64
 
 /* The module table's state. Entries are added only by a refresh, and a refresh runs under
  * refresh_state.refreshing (a try-lock: a thread that finds it taken goes on with the table
@@ -44,13 +47,31 @@ const struct module *module_of(uintptr_t pc) {
     return NULL;
 }
 
+/* A module's headers are read by copy, not in place: the loader's list keeps the vDSO where
+ * the kernel put it at startup (its name too lies in it), and a program may have moved it
+ * since (CRIU's restore does; protect_shape_after_bss "vdso"), or unmapped a module it no
+ * longer calls. Such a module is left out, as is a vDSO whose old place now holds something
+ * else than its ELF header. */
+static bool headers_readable(const struct dl_phdr_info *info, ElfW(Phdr) *out) {
+    static const unsigned char magic[SELFMAG] = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3};
+    unsigned char ident[SELFMAG];
+    if (info->dlpi_addr == (uintptr_t)getauxval(AT_SYSINFO_EHDR) &&
+        (os_read_own(ident, info->dlpi_addr, SELFMAG) != 0 || memcmp(ident, magic, SELFMAG)))
+        return false;
+    return os_read_own(out, (uintptr_t)info->dlpi_phdr, info->dlpi_phnum * sizeof *out) == 0;
+}
+
 static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     (void)arg;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     const uint8_t *eh = NULL;
+    ElfW(Phdr) phdrs[MAX_PHDRS];
+    if (info->dlpi_phnum > MAX_PHDRS || !headers_readable(info, phdrs))
+        return 0;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
     for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        const ElfW(Phdr) *ph = &phdrs[i];
         if (ph->p_type == PT_LOAD) {
             uintptr_t a = info->dlpi_addr + ph->p_vaddr;
             if (a < lo)
@@ -64,7 +85,6 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
     if (hi <= lo)
         return 0;
     int n = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
-    const char *name = info->dlpi_name ? info->dlpi_name : "";
     for (int i = 0; i < n; i++) {
         if (modules_state.modules[i].lo == lo && modules_state.modules[i].hi == hi &&
             modules_state.modules[i].bias == info->dlpi_addr &&
