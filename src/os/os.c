@@ -790,3 +790,14 @@ uint64_t os_random(void) {
 }
 
 bool os_secure(void) { return getauxval(AT_SECURE) != 0; }
+
+void os_segment_bases(uintptr_t *fs, uintptr_t *gs) {
+    if (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) {
+        __asm__ volatile("rdfsbase %0" : "=r"(*fs));
+        __asm__ volatile("rdgsbase %0" : "=r"(*gs));
+        return;
+    }
+    *fs = *gs = 0;
+    sys6(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, (long)fs, 0, 0, 0, 0);
+    sys6(SYS_arch_prctl, 0x1004 /* ARCH_GET_GS */, (long)gs, 0, 0, 0, 0);
+}

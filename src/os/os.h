@@ -120,6 +120,10 @@ static inline uintptr_t os_thread_pointer(void) {
     __asm__("movq %%fs:0, %0" : "=r"(tp));
     return tp;
 }
+/* The calling thread's FS and GS base registers, which a signal frame does not save:
+ * rdfsbase / rdgsbase where the kernel allows them (AT_HWCAP2's FSGSBASE, Linux 5.9+), else
+ * arch_prctl. Signal-safe. */
+void os_segment_bases(uintptr_t *fs, uintptr_t *gs);
 int os_getpid(void);
 /* The CPUs this thread may run on (sched_getaffinity; 1 if it cannot say). */
 unsigned os_cpu_count(void);

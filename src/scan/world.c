@@ -270,6 +270,13 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
     s->t.sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     s->t.regs_lo = (uintptr_t)uc;
     s->t.regs_hi = frame_end(uc);
+    /* The FS and GS bases are registers too (a runtime may point GS at a heap object:
+     * protect_root_register "gsbase"), and the frame does not save them: they go in its
+     * reserved words, which rt_sigreturn does not read, so the registers' root holds them. */
+    uintptr_t fs, gs;
+    os_segment_bases(&fs, &gs);
+    uc->uc_mcontext.__reserved1[0] = fs;
+    uc->uc_mcontext.__reserved1[1] = gs;
     s->t.tp = os_thread_pointer();
     stack_t ss;
     if (os_sigaltstack_get(&ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size) {

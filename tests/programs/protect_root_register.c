@@ -1,11 +1,41 @@
 /* Protect mode: a freed object is not handed out again while the only pointer to it is in a
  * register (r12) of a thread spinning in a loop; once the thread has cleared it and exited,
- * it is. See protect_common.h. */
+ * it is. With "gsbase" the register is the thread's GS base (arch_prctl(ARCH_SET_GS), as
+ * Wine and some runtimes set it), which a signal frame does not save. See protect_common.h. */
+#define _GNU_SOURCE
 #include "protect_common.h"
+#include <asm/prctl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 
 static atomic_int started, stop;
+
+/* GS base = m ^ mask while spinning, set by the system call from inside the asm (the raw
+ * address is in rsi only between the xor and the clear), then back to 0. */
+static void *gs_spinner(void *arg) {
+    uintptr_t m = (uintptr_t)arg;
+    uintptr_t mask = control ? m : MASK;
+    long r;
+    __asm__ volatile("mov %[m], %%rsi\n\t"
+                     "xor %[mask], %%rsi\n\t"
+                     "syscall\n\t"
+                     "xor %%esi, %%esi\n\t"
+                     : "=a"(r)
+                     : "0"((long)SYS_arch_prctl), "D"((long)ARCH_SET_GS), [m] "r"(m),
+                       [mask] "r"(mask)
+                     : "rsi", "rcx", "r11", "memory", "cc");
+    if (r != 0) {
+        printf("unsupported arch_prctl(ARCH_SET_GS) failed\n");
+        exit(0);
+    }
+    atomic_store(&started, 1);
+    while (!atomic_load(&stop))
+        __asm__ volatile("pause");
+    syscall(SYS_arch_prctl, ARCH_SET_GS, 0L);
+    clear_stack(); /* (the park signal's frames below this one hold the GS base) */
+    return NULL;
+}
 
 static void *spinner(void *arg) {
     uintptr_t m = (uintptr_t)arg;
@@ -31,7 +61,8 @@ int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     uintptr_t m = make_object();
     pthread_t t;
-    pthread_create(&t, NULL, spinner, (void *)m);
+    int gs = argc > 1 && strcmp(argv[1], "gsbase") == 0;
+    pthread_create(&t, NULL, gs ? gs_spinner : spinner, (void *)m);
     while (!atomic_load(&started))
         ;
     free_object(m);
