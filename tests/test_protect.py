@@ -87,6 +87,7 @@ ROOTS = [
     ("protect_root_blocked_thread", []),  # (c) another thread's stack, blocked in read()
     ("protect_root_register", []),        # (d) a register of a spinning thread
     ("protect_root_register", ["gsbase"]),  # ... its GS base (arch_prctl; no frame saves it)
+    ("protect_root_register", ["gsbase", "self"]),  # ... the freeing thread's own GS base
     ("protect_root_heap", []),            # (e) a live heap object
     ("protect_root_tls", []),             # (f) a __thread variable of the main thread
     ("protect_root_tls", ["thread"]),     #     ... and of a thread blocked in read()

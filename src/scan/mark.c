@@ -936,7 +936,8 @@ static void unmark(size_t used, bool every_page) {
 }
 
 /* mark_run: push the callee-saved registers (the caller's values: the only copies of some
- * pointers may be there), then mark_body(pointer to them). */
+ * pointers may be there), make room for the thread's FS and GS bases below them (mark_body
+ * fills it: registers too, which no push saves), then mark_body(pointer to them all). */
 __asm__(".text\n"
         ".p2align 4\n"
         ".globl mark_run\n"
@@ -949,10 +950,11 @@ __asm__(".text\n"
         "\tpush %r13\n"
         "\tpush %r14\n"
         "\tpush %r15\n"
+        "\tsub $16, %rsp\n"
         "\tmov %rsp, %rdi\n"
         "\tsub $8, %rsp\n"
         "\tcall mark_body\n"
-        "\tadd $8, %rsp\n"
+        "\tadd $24, %rsp\n"
         "\tpop %r15\n"
         "\tpop %r14\n"
         "\tpop %r13\n"
@@ -1038,6 +1040,7 @@ static void team_ready(void) {
 }
 
 __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintptr_t *saved) {
+    os_segment_bases((uintptr_t *)&saved[0], (uintptr_t *)&saved[1]);
     team_ready(); /* (here: the marker thread's stops use the team too) */
     if (!concurrent_request())
         mark_here(saved);

@@ -1,7 +1,9 @@
 /* Protect mode: a freed object is not handed out again while the only pointer to it is in a
  * register (r12) of a thread spinning in a loop; once the thread has cleared it and exited,
  * it is. With "gsbase" the register is the thread's GS base (arch_prctl(ARCH_SET_GS), as
- * Wine and some runtimes set it), which a signal frame does not save. See protect_common.h. */
+ * Wine and some runtimes set it), which a signal frame does not save; with "gsbase self" the
+ * main thread's own, the thread that frees and churns (and runs the stopped marks). See
+ * protect_common.h. */
 #define _GNU_SOURCE
 #include "protect_common.h"
 #include <asm/prctl.h>
@@ -11,11 +13,9 @@
 
 static atomic_int started, stop;
 
-/* GS base = m ^ mask while spinning, set by the system call from inside the asm (the raw
- * address is in rsi only between the xor and the clear), then back to 0. */
-static void *gs_spinner(void *arg) {
-    uintptr_t m = (uintptr_t)arg;
-    uintptr_t mask = control ? m : MASK;
+/* GS base = m ^ mask, set by the system call from inside the asm (the raw address is in rsi
+ * only between the xor and the clear). */
+__attribute__((noinline)) static void set_gs(uintptr_t m, uintptr_t mask) {
     long r;
     __asm__ volatile("mov %[m], %%rsi\n\t"
                      "xor %[mask], %%rsi\n\t"
@@ -29,6 +29,12 @@ static void *gs_spinner(void *arg) {
         printf("unsupported arch_prctl(ARCH_SET_GS) failed\n");
         exit(0);
     }
+}
+
+/* The GS base holds the pointer while the thread spins, then 0. */
+static void *gs_spinner(void *arg) {
+    uintptr_t m = (uintptr_t)arg;
+    set_gs(m, control ? m : MASK);
     atomic_store(&started, 1);
     while (!atomic_load(&stop))
         __asm__ volatile("pause");
@@ -60,6 +66,16 @@ static void *spinner(void *arg) {
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     uintptr_t m = make_object();
+    if (argc > 2 && strcmp(argv[2], "self") == 0) { /* the freeing (and marking) thread's own */
+        set_gs(m, control ? m : MASK);
+        free_object(m);
+        clear_stack();
+        int held = churn(m, ROUNDS);
+        syscall(SYS_arch_prctl, ARCH_SET_GS, 0L);
+        clear_stack();
+        report(held, released_after(m, churn(m, ROUNDS)));
+        return 0;
+    }
     pthread_t t;
     int gs = argc > 1 && strcmp(argv[1], "gsbase") == 0;
     pthread_create(&t, NULL, gs ? gs_spinner : spinner, (void *)m);
