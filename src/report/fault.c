@@ -101,32 +101,6 @@ void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, voi
     os_sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-static void forward(int sig, siginfo_t *si, void *uc) {
-    struct sigaction *prog = &fault_state.program[slot_of(sig)];
-    struct sigaction act = *prog;
-    bool custom = os_is_handler(&act);
-    bool sent = si->si_code <= 0; /* by kill, tgkill, raise, sigqueue: not a fault */
-    if (!custom) {
-        if (sent && !(act.sa_flags & SA_SIGINFO) && act.sa_handler == SIG_IGN)
-            return; /* ignored, as the kernel would have */
-        ucontext_t *u = uc;
-        uintptr_t pc = (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
-        if (!sent && stack_is_ours(pc)) /* (the program dies of it: say whose fault it is) */
-            report_crash(sig, (uintptr_t)si->si_addr, pc, (uintptr_t)u->uc_mcontext.gregs[REG_RBP],
-                         (uintptr_t)u->uc_mcontext.gregs[REG_RSP]);
-        /* Default action (an ignored fault is fatal too): let it happen again without us. */
-        set_default(sig);
-        if (sent)
-            os_tgkill(os_getpid(), os_gettid(), sig); /* (SA_NODEFER: delivered at once) */
-        return;
-    }
-    if (act.sa_flags & SA_RESETHAND) {
-        memset(prog, 0, sizeof *prog);
-        prog->sa_handler = SIG_DFL;
-    }
-    fault_call_handler(&act, sig, si, uc);
-}
-
 /* ---- Oscar's own stack for the report (defect: 4 KiB alternate stacks) */
 
 #define OWN_STACK_BYTES (256UL << 10)
@@ -153,12 +127,18 @@ __asm__(".text\n"
 
 struct fault_job {
     uintptr_t addr, pc, fp, sp;
+    int sig;
     bool write, reported;
 };
 
 static void run_report(void *arg) {
     struct fault_job *j = arg;
     j->reported = report_fault(j->addr, j->write, j->pc, j->fp, j->sp);
+}
+
+static void run_crash_report(void *arg) {
+    struct fault_job *j = arg;
+    report_crash(j->sig, j->addr, j->pc, j->fp, j->sp);
 }
 
 /* Is this handler running on an alternate signal stack with little room left? */
@@ -170,7 +150,8 @@ static bool altstack_nearly_full(void) {
     return sp < (uintptr_t)ss.ss_sp + ALTSTACK_ROOM;
 }
 
-__attribute__((noinline)) static bool report_on_good_stack(struct fault_job *j) {
+/* fn(j), on Oscar's own stack where the alternate stack has little room left. */
+__attribute__((noinline)) static void on_good_stack(struct fault_job *j, void (*fn)(void *)) {
     if (altstack_nearly_full()) {
         if (!own_stack_top) {
             int err;
@@ -179,12 +160,54 @@ __attribute__((noinline)) static bool report_on_good_stack(struct fault_job *j) 
                 own_stack_top = (uintptr_t)s + OWN_STACK_BYTES;
         }
         if (own_stack_top) {
-            fault_on_stack(j, run_report, own_stack_top & ~(uintptr_t)15);
-            return j->reported;
+            fault_on_stack(j, fn, own_stack_top & ~(uintptr_t)15);
+            return;
         }
     }
-    run_report(j);
-    return j->reported;
+    fn(j);
+}
+
+/* A fault in Oscar's own code that the program dies of: say whose fault it is. Not inlined
+ * into the handler, whose frame must stay small. */
+__attribute__((noinline)) static void crash(int sig, siginfo_t *si, const ucontext_t *u) {
+    struct fault_job j = {
+        .addr = (uintptr_t)si->si_addr,
+        .pc = (uintptr_t)u->uc_mcontext.gregs[REG_RIP],
+        .fp = (uintptr_t)u->uc_mcontext.gregs[REG_RBP],
+        .sp = (uintptr_t)u->uc_mcontext.gregs[REG_RSP],
+        .sig = sig,
+    };
+    on_good_stack(&j, run_crash_report);
+}
+
+/* The program's handler, with its action copied first (SA_RESETHAND resets the stored one).
+ * Not inlined: the copy stays out of on_fault's frame when there is no handler. */
+__attribute__((noinline)) static void call_program_handler(struct sigaction *prog, int sig,
+                                                           siginfo_t *si, void *uc) {
+    struct sigaction act = *prog;
+    if (act.sa_flags & SA_RESETHAND) {
+        memset(prog, 0, sizeof *prog);
+        prog->sa_handler = SIG_DFL;
+    }
+    fault_call_handler(&act, sig, si, uc);
+}
+
+static void forward(int sig, siginfo_t *si, void *uc) {
+    struct sigaction *prog = &fault_state.program[slot_of(sig)];
+    if (os_is_handler(prog)) {
+        call_program_handler(prog, sig, si, uc);
+        return;
+    }
+    bool sent = si->si_code <= 0; /* by kill, tgkill, raise, sigqueue: not a fault */
+    if (sent && !(prog->sa_flags & SA_SIGINFO) && prog->sa_handler == SIG_IGN)
+        return; /* ignored, as the kernel would have */
+    const ucontext_t *u = uc;
+    if (!sent && stack_is_ours((uintptr_t)u->uc_mcontext.gregs[REG_RIP]))
+        crash(sig, si, u); /* (the program dies of it) */
+    /* Default action (an ignored fault is fatal too): let it happen again without us. */
+    set_default(sig);
+    if (sent)
+        os_tgkill(os_getpid(), os_gettid(), sig); /* (SA_NODEFER: delivered at once) */
 }
 
 /* Kept small: on a 4 KiB alternate stack the kernel's frame leaves under 1 KiB for it. */
@@ -202,7 +225,8 @@ static void on_fault(int sig, siginfo_t *si, void *ucv) {
             .fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
             .sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
         };
-        if (report_on_good_stack(&j)) {
+        on_good_stack(&j, run_report);
+        if (j.reported) {
             set_default(sig);
             return;
         }
