@@ -21,6 +21,22 @@ STRICT = {"OSCAR_MODE": "strict"}  # the reports below are strict mode's
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_handler_on_a_small_alternate_stack_lives_through_stops(runner, mode):
+    """A thread runs a handler of the program's on an alternate stack with 1 KiB beside the
+    kernel's signal frame while another thread forks (a stop in every mode) and, in protect
+    mode, frees enough for marks: a park signal's frame there would not fit, and the kernel
+    killed the program (SIGSEGV in every mode before). The stops that come meanwhile give up
+    (the park signal is held back on so small a stack), as for a thread that blocks it."""
+    expected = runner.glibc("altstack_handler_during_marks", "fork")
+    assert expected.stdout == "done\n", expected.describe()
+    env = {"OSCAR_MODE": mode}
+    if mode == "protect":
+        env.update(OSCAR_QUARANTINE_FLOOR_KIB="2", OSCAR_QUARANTINE_SHARE="0")
+    res = runner.oscar("altstack_handler_during_marks", "fork", env=env)
+    assert_same_output(res, expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("program", ["world_thread_shapes", "fork_clone_nocvm",
                                      "signal_park_handler", "fork_stdio_lock",
                                      "signal_mask_calls", "world_raw_blocked",

@@ -75,6 +75,16 @@ static void counted(int sig, siginfo_t *si, void *uc) {
     }
     if (!os_is_handler(&act))
         return; /* (changed meanwhile) */
+    /* On the alternate stack, the kernel held the park signal back (program_sigaction):
+     * let it in where its frame fits below, as the program's handler runs. */
+    int park = world_park_signal();
+    if ((act.sa_flags & SA_ONSTACK) && sig != park &&
+        sigismember(&((ucontext_t *)uc)->uc_sigmask, park) != 1 && os_room_for_a_signal()) {
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, park);
+        os_sigprocmask(SIG_UNBLOCK, &one, NULL);
+    }
     if (act.sa_flags & SA_SIGINFO)
         act.sa_sigaction(sig, si, uc);
     else
@@ -92,6 +102,11 @@ static int program_sigaction(int sig, const struct sigaction *act, struct sigact
         struct sigaction k = *act;
         k.sa_flags |= SA_SIGINFO;
         k.sa_sigaction = counted;
+        /* A stop's park signal must not land on an alternate stack with no room for its
+         * frame (the kernel kills the process): the kernel blocks it as such a handler
+         * starts, and counted lets it in where it fits (altstack_handler_during_marks). */
+        if (act->sa_flags & SA_ONSTACK)
+            sigaddset(&k.sa_mask, world_park_signal());
         struct sigaction before = signal_state.program[sig];
         signal_state.program[sig] = *act; /* (before the kernel can call counted) */
         r = __sigaction(sig, &k, &was);

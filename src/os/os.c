@@ -591,6 +591,15 @@ int os_sigaltstack_get(stack_t *ss) {
     return err_of(sys6(SYS_sigaltstack, 0, (long)ss, 0, 0, 0, 0));
 }
 
+__attribute__((noinline)) bool os_room_for_a_signal(void) {
+    stack_t ss;
+    if (os_sigaltstack_get(&ss) != 0 || !(ss.ss_flags & SS_ONSTACK))
+        return true;
+    size_t frame = (size_t)getauxval(AT_MINSIGSTKSZ);
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    return sp - (uintptr_t)ss.ss_sp >= (frame ? frame : 4096) + OS_SIGNAL_HANDLER_ROOM;
+}
+
 int os_sigpending(uint64_t *set) { return err_of(sys6(SYS_rt_sigpending, (long)set, 8, 0, 0, 0, 0)); }
 
 int os_read_own(void *dst, uintptr_t addr, size_t n) {

@@ -160,6 +160,11 @@ uint64_t os_monotonic_ns(void);
 void os_spin_ns(uint64_t ns);
 void os_yield(void);
 int os_sigaltstack_get(stack_t *ss);
+/* Room below the caller for one more signal frame (the kernel's, AT_MINSIGSTKSZ, and a
+ * handler's OS_SIGNAL_HANDLER_ROOM)? Always where the thread is not on its alternate signal
+ * stack; there, the room left below the caller's frame. Signal-safe (one system call). */
+#define OS_SIGNAL_HANDLER_ROOM 2048
+bool os_room_for_a_signal(void);
 /* Does action a run a handler (neither the default action nor ignored)? */
 static inline bool os_is_handler(const struct sigaction *a) {
     return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL

@@ -59,6 +59,8 @@ static struct {
      * mode's heap): set at init, by sample_init, then modes/protect_reports.c (which chains to
      * the first). */
     fault_claim_fn claim_hook;
+    /* fault_hold's signal, 0 for none: set once (world_init), before the stops that send it. */
+    int held;
 } fault_state = {.program_lock = OSCAR_LOCK_INIT(SIGNAL_HANDLERS)};
 
 static int slot_of(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
@@ -89,11 +91,20 @@ void fault_die(int sig) {
 }
 
 void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc) {
-    /* Run it with the mask it asked for, as the kernel would have. */
+    /* Run it with the mask it asked for, as the kernel would have, and the held signal
+     * blocked while it runs where another frame would not fit. */
     sigset_t old, mask = act->sa_mask;
     if (!(act->sa_flags & SA_NODEFER))
         sigaddset(&mask, sig);
+    int held = fault_state.held;
+    bool release = held && sigismember(&mask, held) != 1 &&
+                   sigismember(&((ucontext_t *)uc)->uc_sigmask, held) != 1;
     os_sigprocmask(SIG_BLOCK, &mask, &old);
+    if (release && sigismember(&old, held) == 1 && os_room_for_a_signal()) {
+        sigemptyset(&mask); /* (blocked by our handler alone: as the program's runs, not) */
+        sigaddset(&mask, held);
+        os_sigprocmask(SIG_UNBLOCK, &mask, NULL);
+    }
     if (act->sa_flags & SA_SIGINFO)
         act->sa_sigaction(sig, si, uc);
     else
@@ -234,15 +245,27 @@ static void on_fault(int sig, siginfo_t *si, void *ucv) {
     forward(sig, si, ucv);
 }
 
-void fault_init(void) {
+static void install(struct sigaction *old_segv, struct sigaction *old_bus) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    __sigaction(SIGSEGV, &sa, &fault_state.program[0]);
-    __sigaction(SIGBUS, &sa, &fault_state.program[1]);
+    if (fault_state.held) /* (a park's frame below ours could overflow an alternate stack) */
+        sigaddset(&sa.sa_mask, fault_state.held);
+    __sigaction(SIGSEGV, &sa, old_segv);
+    __sigaction(SIGBUS, &sa, old_bus);
+}
+
+void fault_init(void) {
+    install(&fault_state.program[0], &fault_state.program[1]);
     atomic_store(&fault_state.installed, 1);
+}
+
+void fault_hold(int sig) {
+    fault_state.held = sig;
+    if (atomic_load(&fault_state.installed))
+        install(NULL, NULL);
 }
 
 int fault_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {

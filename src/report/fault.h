@@ -12,8 +12,14 @@ void fault_init_stats_signal(int sig);
  * handler after ours. 1 when sig is one of those (and the handler is installed), else 0:
  * the caller then goes to libc. */
 int fault_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-/* Runs a program's handler from inside ours, with the mask it asked for. */
+/* Runs a program's handler from inside ours, with the mask it asked for; the held signal
+ * (fault_hold) stays blocked if it was, or if there is no room for its frame below. */
 void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc);
+/* The stop-the-world's park signal (scan/world.c): blocked by the kernel as the fault
+ * handler starts, and while a program's handler that it runs has no room on its alternate
+ * signal stack for another signal frame (the park's would not fit there: the kernel kills
+ * the process). */
+void fault_hold(int sig);
 /* Called first thing on every SIGSEGV/SIGBUS (scan/roots.c's guarded reads): it may jump out
  * of the handler (siglongjmp); when it returns, the fault is handled as usual. */
 void fault_set_recover_hook(void (*hook)(void));

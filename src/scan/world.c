@@ -337,6 +337,7 @@ int world_init(void) {
         if (__sigaction(world_state.sig, &sa, &world_state.program) != 0) {
             err = errno;
         } else {
+            fault_hold(world_state.sig);
             os_nopark_signal = world_state.sig;
             atomic_store(&world_state.ready, true);
         }
