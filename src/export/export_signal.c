@@ -64,31 +64,32 @@ static struct {
     oscar_lock lock;                /* orders the program's sigaction calls with each other */
 } signal_state = {.lock = OSCAR_LOCK_INIT(PROGRAM_HANDLERS)};
 
+/* Small frame: it may run on a small alternate stack, before the program's handler. */
 static void counted(int sig, siginfo_t *si, void *uc) {
     export_program_handlers_run++;
     /* (Read without the lock: a sigaction racing with the delivery is the race the kernel
      * has too.) */
-    struct sigaction act = signal_state.program[sig];
-    if (act.sa_flags & SA_RESETHAND) { /* the kernel has put back the default: so here */
-        memset(&signal_state.program[sig], 0, sizeof signal_state.program[sig]);
-        signal_state.program[sig].sa_handler = SIG_DFL;
+    struct sigaction *stored = &signal_state.program[sig];
+    int flags = stored->sa_flags;
+    void (*action)(int, siginfo_t *, void *) = stored->sa_sigaction;
+    void (*handler)(int) = stored->sa_handler;
+    bool custom = os_is_handler(stored);
+    if (flags & SA_RESETHAND) { /* the kernel has put back the default: so here */
+        memset(stored, 0, sizeof *stored);
+        stored->sa_handler = SIG_DFL;
     }
-    if (!os_is_handler(&act))
+    if (!custom)
         return; /* (changed meanwhile) */
     /* On the alternate stack, the kernel held the park signal back (program_sigaction):
      * let it in where its frame fits below, as the program's handler runs. */
     int park = world_park_signal();
-    if ((act.sa_flags & SA_ONSTACK) && sig != park &&
-        sigismember(&((ucontext_t *)uc)->uc_sigmask, park) != 1 && os_room_for_a_signal()) {
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, park);
-        os_sigprocmask(SIG_UNBLOCK, &one, NULL);
-    }
-    if (act.sa_flags & SA_SIGINFO)
-        act.sa_sigaction(sig, si, uc);
+    if ((flags & SA_ONSTACK) && sig != park &&
+        sigismember(&((ucontext_t *)uc)->uc_sigmask, park) != 1 && os_room_for_a_signal())
+        os_unblock_signal(park);
+    if (flags & SA_SIGINFO)
+        action(sig, si, uc);
     else
-        act.sa_handler(sig);
+        handler(sig);
 }
 
 /* sigaction for a signal whose handler the program owns alone. */

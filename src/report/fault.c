@@ -100,11 +100,8 @@ void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, voi
     bool release = held && sigismember(&mask, held) != 1 &&
                    sigismember(&((ucontext_t *)uc)->uc_sigmask, held) != 1;
     os_sigprocmask(SIG_BLOCK, &mask, &old);
-    if (release && sigismember(&old, held) == 1 && os_room_for_a_signal()) {
-        sigemptyset(&mask); /* (blocked by our handler alone: as the program's runs, not) */
-        sigaddset(&mask, held);
-        os_sigprocmask(SIG_UNBLOCK, &mask, NULL);
-    }
+    if (release && sigismember(&old, held) == 1 && os_room_for_a_signal())
+        os_unblock_signal(held); /* (blocked by our handler alone: as the program's runs, not) */
     if (act->sa_flags & SA_SIGINFO)
         act->sa_sigaction(sig, si, uc);
     else
