@@ -227,6 +227,7 @@ class Runner:
 
     def __init__(self, info):
         self.info = info
+        self._glibc_runs = {}
 
     def program(self, name):
         path = self.info.programs_dir / name
@@ -244,6 +245,14 @@ class Runner:
 
     def glibc(self, prog, *args, env=None, timeout=DEFAULT_TIMEOUT, **kw):
         return run_process(self._argv(prog, args), env=_clean_env(env), timeout=timeout, **kw)
+
+    def glibc_once(self, prog, *args):
+        """glibc's run of a program whose output never varies, made once per session and
+        shared by the tests that compare against it (each mode's, each mark kind's)."""
+        key = (prog, args)
+        if key not in self._glibc_runs:
+            self._glibc_runs[key] = self.glibc(prog, *args)
+        return self._glibc_runs[key]
 
     def oscar(self, prog, *args, env=None, timeout=DEFAULT_TIMEOUT, **kw):
         """LD_PRELOAD=<build>/src/liboscar.so PROG ARGS."""

@@ -27,7 +27,7 @@ def test_handler_on_a_small_alternate_stack_lives_through_stops(runner, mode):
     mode, frees enough for marks: a park signal's frame there would not fit, and the kernel
     killed the program (SIGSEGV in every mode before). The stops that come meanwhile give up
     (the park signal is held back on so small a stack), as for a thread that blocks it."""
-    expected = runner.glibc("altstack_handler_during_marks", "fork")
+    expected = runner.glibc_once("altstack_handler_during_marks", "fork")
     assert expected.stdout == "done\n", expected.describe()
     env = {"OSCAR_MODE": mode}
     if mode == "protect":
@@ -42,7 +42,7 @@ def test_handler_on_a_small_alternate_stack_lives_through_stops(runner, mode):
                                      "signal_mask_calls", "world_raw_blocked",
                                      "fork_stop_gives_up", "main_thread_exit"])
 def test_same_output_as_glibc(runner, program, mode):
-    expected = runner.glibc(program)
+    expected = runner.glibc_once(program)
     assert expected.stdout.endswith("OK\n"), expected.describe()
     res = runner.oscar(program, env={"OSCAR_MODE": mode}, timeout=120)
     assert_same_output(res, expected)
@@ -55,7 +55,7 @@ def test_waits_go_on_across_the_stops_of_forks(runner, mode):
     sigwaitinfo or sem_wait meanwhile goes on waiting, as under glibc, where no signal came
     (before export/waits.h each failed with EINTR, and pause returned for no signal), while
     the program's own signal still interrupts it."""
-    expected = runner.glibc("waits_across_stops", "interrupt", "fork")
+    expected = runner.glibc_once("waits_across_stops", "interrupt", "fork")
     res = runner.oscar("waits_across_stops", "interrupt", "fork", env={"OSCAR_MODE": mode},
                        timeout=120)
     assert_same_output(res, expected)
