@@ -54,7 +54,7 @@ static struct {
     atomic_int installed; /* set once by fault_install, after program[] holds the old ones */
     /* Called first in the handler (scan/roots.c's guarded reads): set once, by the first
      * guarded read (atomic flag on its side); read by the handler. */
-    void (*recover_hook)(void);
+    void (*recover_hook)(void *uc);
     /* Memory outside the region whose faults are reported too (heap/sample.c's pages, protect
      * mode's heap): set at init, by sample_init, then modes/protect_reports.c (which chains to
      * the first). */
@@ -65,7 +65,7 @@ static struct {
 
 static int slot_of(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
 
-void fault_set_recover_hook(void (*hook)(void)) { fault_state.recover_hook = hook; }
+void fault_set_recover_hook(void (*hook)(void *uc)) { fault_state.recover_hook = hook; }
 
 fault_claim_fn fault_set_claim_hook(fault_claim_fn claims) {
     fault_claim_fn old = fault_state.claim_hook;
@@ -221,7 +221,7 @@ static void forward(int sig, siginfo_t *si, void *uc) {
 /* Kept small: on a 4 KiB alternate stack the kernel's frame leaves under 1 KiB for it. */
 static void on_fault(int sig, siginfo_t *si, void *ucv) {
     if (fault_state.recover_hook)
-        fault_state.recover_hook(); /* (jumps back to a guarded read in progress; else returns) */
+        fault_state.recover_hook(ucv); /* (jumps back to a guarded read in progress; else returns) */
     uintptr_t addr = (uintptr_t)si->si_addr;
     if ((region_contains(addr) || (fault_state.claim_hook && fault_state.claim_hook(addr))) &&
         si->si_code > 0) {

@@ -22,7 +22,7 @@ void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, voi
 void fault_hold(int sig);
 /* Called first thing on every SIGSEGV/SIGBUS (scan/roots.c's guarded reads): it may jump out
  * of the handler (siglongjmp); when it returns, the fault is handled as usual. */
-void fault_set_recover_hook(void (*hook)(void));
+void fault_set_recover_hook(void (*hook)(void *uc));
 /* Faults at addresses outside the region that a higher layer owns (heap/sample.c's pages,
  * protect mode's heap) are reported as the region's are: claims(addr) says which. Returns the
  * hook it replaces (NULL: none), which the new one asks about the addresses it does not own. */

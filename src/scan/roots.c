@@ -660,10 +660,14 @@ int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, siz
 
 static __thread sigjmp_buf *guard __attribute__((tls_model("initial-exec")));
 
-static void recover(void) {
+static void recover(void *uc) {
     sigjmp_buf *jb = guard;
     if (jb) {
         guard = NULL;
+        /* The fault handler holds the park signal back (fault_hold): as it was before. */
+        int park = world_park_signal();
+        if (sigismember(&((ucontext_t *)uc)->uc_sigmask, park) != 1)
+            os_unblock_signal(park);
         siglongjmp(*jb, 1);
     }
 }
@@ -675,8 +679,9 @@ int roots_read_guarded(void (*fn)(uintptr_t lo, uintptr_t hi, void *arg), uintpt
         atomic_store(&roots_state.hook_set, true);
     }
     sigjmp_buf jb;
-    /* No mask saved: the fault handler blocks nothing (SA_NODEFER, empty mask), so the mask
-     * after the jump is the one before the read, without a system call per range. */
+    /* No mask saved: the fault handler blocks only the park signal (SA_NODEFER), which
+     * recover puts back as it was, so the mask after the jump is the one before the read,
+     * without a system call per range. */
     if (sigsetjmp(jb, 0))
         return -EFAULT;
     guard = &jb;
