@@ -61,6 +61,20 @@ def test_chunks_of_large_objects_are_reclaimed(runner, tmp_path, shape, mode, ar
 
 
 @pytest.mark.parametrize("mode", ["strict", "fast"])
+def test_fork_never_lands_inside_oscars_walk_of_the_loaders_list(runner, mode):
+    """A fork whose stop parked a thread inside Oscar's dl_iterate_phdr (its stack capture's
+    look at the loader's list) left the loader's lock held in the child, which glibc does not
+    reset: the child's next capture waited for ever, and the parent in waitpid (CI: one hang
+    of the test below in 120 s). OSCAR_TEST_REVOKE_SPIN_US makes the walk last: it hung by
+    the second run before, now the stop waits until the walk is over."""
+    res = runner.oscar("reclaim_threads", "2000", "12", "large",
+                       env={"OSCAR_MODE": mode, "OSCAR_VA_GIB": "1",
+                            "OSCAR_TEST_REVOKE_SPIN_US": "200"}, timeout=60)
+    assert_clean_run(res, allowed_warnings=[USED_UP])
+    assert res.stdout.endswith("OK\n"), res.describe()
+
+
+@pytest.mark.parametrize("mode", ["strict", "fast"])
 def test_chunks_retired_while_threads_free_large_objects(runner, mode):
     """Four threads churn large objects, carved (2-32 KiB) and kept (64-132 KiB, moved through
     the keep), some freed by another thread, while the main thread forks: the sweep retires

@@ -1,6 +1,7 @@
 /* unwind: see unwind.h. */
 #define _GNU_SOURCE
 #include "report/unwind.h"
+#include "os/nopark.h"
 #include "os/os.h"
 
 #include <elf.h>
@@ -120,6 +121,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg) {
 
 static int read_counts(struct dl_phdr_info *info, size_t size, void *arg) {
     uint64_t *c = arg;
+    os_nopark_test_pause(); /* (OSCAR_TEST_REVOKE_SPIN_US: a fork lands in here) */
     if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
         c[0] = info->dlpi_adds;
         c[1] = info->dlpi_subs;
@@ -129,11 +131,21 @@ static int read_counts(struct dl_phdr_info *info, size_t size, void *arg) {
 
 static void cache_flush(void);
 
+/* dl_iterate_phdr holds the loader's lock throughout, and glibc's fork does not reset that
+ * lock in the child: a thread parked inside ours by a fork's stop left it held in the child,
+ * whose next walk (Oscar's stack capture) waited for ever (reclaim_threads: about 1 run in
+ * 100). Never parked in: the stop waits until the walk is over. */
+static void iterate_modules(int (*fn)(struct dl_phdr_info *, size_t, void *), void *arg) {
+    os_nopark_enter();
+    dl_iterate_phdr(fn, arg);
+    os_nopark_leave();
+}
+
 /* Under `refreshing`. */
 static void rebuild(void) {
     int before = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
     memset(modules_state.seen_now, 0, sizeof modules_state.seen_now);
-    dl_iterate_phdr(add_module, NULL);
+    iterate_modules(add_module, NULL);
     for (int i = 0; i < before; i++)
         if (!modules_state.seen_now[i])
             atomic_store_explicit(&modules_state.module_gone[i], true, memory_order_relaxed);
@@ -157,7 +169,7 @@ void module_refresh(bool force) {
  * emptied: a module loaded at the same addresses must not get the old one's rules. */
 static void module_sync(void) {
     uint64_t c[2] = {0, 0};
-    dl_iterate_phdr(read_counts, c);
+    iterate_modules(read_counts, c);
     if (c[0] == atomic_load_explicit(&refresh_state.seen_adds, memory_order_relaxed) &&
         c[1] == atomic_load_explicit(&refresh_state.seen_subs, memory_order_relaxed))
         return;
