@@ -131,11 +131,7 @@ static int read_counts(struct dl_phdr_info *info, size_t size, void *arg) {
 
 static void cache_flush(void);
 
-/* dl_iterate_phdr holds the loader's lock throughout, and glibc's fork does not reset that
- * lock in the child: a thread parked inside ours by a fork's stop left it held in the child,
- * whose next walk (Oscar's stack capture) waited for ever (reclaim_threads: about 1 run in
- * 100). Never parked in: the stop waits until the walk is over. */
-static void iterate_modules(int (*fn)(struct dl_phdr_info *, size_t, void *), void *arg) {
+void unwind_iterate_modules(int (*fn)(struct dl_phdr_info *, size_t, void *), void *arg) {
     os_nopark_enter();
     dl_iterate_phdr(fn, arg);
     os_nopark_leave();
@@ -145,7 +141,7 @@ static void iterate_modules(int (*fn)(struct dl_phdr_info *, size_t, void *), vo
 static void rebuild(void) {
     int before = atomic_load_explicit(&modules_state.module_count, memory_order_relaxed);
     memset(modules_state.seen_now, 0, sizeof modules_state.seen_now);
-    iterate_modules(add_module, NULL);
+    unwind_iterate_modules(add_module, NULL);
     for (int i = 0; i < before; i++)
         if (!modules_state.seen_now[i])
             atomic_store_explicit(&modules_state.module_gone[i], true, memory_order_relaxed);
@@ -169,7 +165,7 @@ void module_refresh(bool force) {
  * emptied: a module loaded at the same addresses must not get the old one's rules. */
 static void module_sync(void) {
     uint64_t c[2] = {0, 0};
-    iterate_modules(read_counts, c);
+    unwind_iterate_modules(read_counts, c);
     if (c[0] == atomic_load_explicit(&refresh_state.seen_adds, memory_order_relaxed) &&
         c[1] == atomic_load_explicit(&refresh_state.seen_subs, memory_order_relaxed))
         return;

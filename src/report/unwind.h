@@ -16,6 +16,7 @@
 #ifndef OSCAR_UNWIND_H
 #define OSCAR_UNWIND_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define MODULE_PATH_MAX 256
@@ -38,6 +39,12 @@ void module_refresh(bool force);
 const struct module *module_from_maps(uintptr_t pc);
 /* The fork child: a refresh another thread was running at fork never ends there. */
 void unwind_after_fork(void);
+/* dl_iterate_phdr(fn, arg) in a stretch no stop parks in (os/nopark.h): it holds the loader's
+ * lock throughout, and glibc's fork does not reset that lock in the child; a thread parked
+ * inside one by a fork's stop left it held in the child, whose next walk (a stack capture)
+ * waited for ever (reclaim_threads: about 1 run in 100). Oscar's every walk goes through it. */
+struct dl_phdr_info;
+void unwind_iterate_modules(int (*fn)(struct dl_phdr_info *, size_t, void *), void *arg);
 
 struct unwind_regs {
     uintptr_t pc, sp, fp;

@@ -21,8 +21,8 @@
 #include "base/options.h"
 #include "base/stats.h"
 #include "heap/protect_heap.h"
+#include "report/unwind.h"
 #include "os/cowchild.h"
-#include "os/nopark.h"
 #include "os/os.h"
 #include "os/ownthread.h"
 #include "os/wtrack.h"
@@ -1837,9 +1837,7 @@ static int libc_object(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 static void find_libc(void) {
-    os_nopark_enter(); /* (the loader's lock: see report/unwind.c's iterate_modules) */
-    dl_iterate_phdr(libc_object, NULL);
-    os_nopark_leave();
+    unwind_iterate_modules(libc_object, NULL);
     cm_state.ldso_text = text_of((uintptr_t)getauxval(AT_BASE));
 }
 
