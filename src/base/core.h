@@ -77,7 +77,7 @@
  *   (report/report.h), obj_record (report/stack.h), dwarf_frame (report/dwarf.h), module,
  *   unwind_regs (report/unwind.h), thread_cache, thread_state, class_cache, retire_queue
  *   (heap/thread.h), keep_claim (heap/keep.h), ph_heap, ph_page, ph_meta, ph_kind, ph_slot,
- *   ph_own, ph_caller (heap/protect_heap.h), world_thread (scan/world.h), root_kind,
+ *   ph_own, ph_caller (heap/protect_heap.h), world_thread, world_send (scan/world.h), root_kind,
  *   root_range (scan/roots.h), maps_line (scan/maps.h), wait (export/waits.h).
  */
 #ifndef OSCAR_CORE_H

@@ -9,6 +9,7 @@
 #include "base/core.h"
 #include "export/real.h"
 #include "scan/kroots.h"
+#include "scan/world.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -141,7 +142,11 @@ OSCAR_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
 }
 
 OSCAR_EXPORT int pthread_sigqueue(pthread_t thread, int sig, const union sigval value) {
+    struct world_send w = {.active = false}; /* (the park signal: export/export_send.c) */
+    if (sig == world_park_signal())
+        world_program_send_begin(pthread_equal(thread, pthread_self()), &w);
     int r = real_fn_pthread_sigqueue()(thread, sig, value);
+    world_program_send_end(&w);
     if (r == 0 && sig > 0)
         kroots_note_signal(sig, (uintptr_t)value.sival_ptr);
     return r;

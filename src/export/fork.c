@@ -248,6 +248,7 @@ static void child_common(bool libc_fork) {
     if (fork_state.world_stopped)
         world_resume(); /* (the parked threads are not in the child: this frees the lock) */
     fork_state.world_stopped = false;
+    world_fork_child();
     if (fork_state.copy_err)
         report_fatal("fork: cannot copy the canonical heap for the child", fork_state.copy_err);
     if ((fork_state.copy_err = canon_fork_child()) != 0)

@@ -5,6 +5,7 @@
 
 __thread struct os_nopark os_nopark_tls __attribute__((tls_model("initial-exec")));
 int os_nopark_signal;
+uint64_t os_nopark_cookie;
 uint64_t os_nopark_spin_ns;
 
 /* The request noted inside the stretch: ask again, now that the thread may park. (If the stop
@@ -13,5 +14,5 @@ void os_nopark_repark(void) {
     os_nopark_tls.due = 0;
     atomic_signal_fence(memory_order_seq_cst);
     if (os_nopark_signal)
-        os_tgkill(os_getpid(), os_gettid(), os_nopark_signal);
+        os_send_request(os_getpid(), os_gettid(), os_nopark_signal, os_nopark_cookie);
 }

@@ -20,8 +20,10 @@ struct os_nopark {
     int due;   /* a park request arrived inside one */
 };
 extern __thread struct os_nopark os_nopark_tls __attribute__((tls_model("initial-exec")));
-/* The park signal (set once by scan/world.c's init; 0: none, nothing to send). */
+/* The park signal and the cookie of its requests (os_send_request; set once by scan/world.c's
+ * init; signal 0: none, nothing to send). */
 extern int os_nopark_signal;
+extern uint64_t os_nopark_cookie;
 /* Testing: nanoseconds to spin inside every stretch (OSCAR_TEST_REVOKE_SPIN_US; set once at
  * init), so a test can stop the world or fork in one. */
 extern uint64_t os_nopark_spin_ns;

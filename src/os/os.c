@@ -459,6 +459,7 @@ int os_file_resident(int fd, uint64_t *bytes) {
 
 long os_gettid(void) { return sys6(SYS_gettid, 0, 0, 0, 0, 0, 0); }
 int os_getpid(void) { return (int)sys6(SYS_getpid, 0, 0, 0, 0, 0, 0); }
+long os_getuid(void) { return sys6(SYS_getuid, 0, 0, 0, 0, 0, 0); }
 
 unsigned os_cpu_count(void) {
     uint64_t mask[16]; /* (1024 CPUs: glibc's cpu_set_t) */
@@ -554,6 +555,24 @@ long os_lseek_start(int fd) { return sys6(SYS_lseek, fd, 0, SEEK_SET, 0, 0, 0); 
 
 int os_tgkill(int pid, long tid, int sig) {
     return err_of(sys6(SYS_tgkill, pid, tid, sig, 0, 0, 0));
+}
+
+int os_sigtake(int sig, siginfo_t *si) {
+    uint64_t set = 1ull << (sig - 1);
+    struct timespec none = {0, 0};
+    long r = sys6(SYS_rt_sigtimedwait, (long)&set, (long)si, (long)&none, 8, 0, 0);
+    return r == sig ? sig : 0;
+}
+
+int os_send_request(int pid, long tid, int sig, uint64_t cookie) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = sig;
+    si.si_code = SI_QUEUE; /* (the kernel lets a process queue any code to itself) */
+    si.si_pid = pid;
+    si.si_uid = (uid_t)os_getuid();
+    si.si_value.sival_ptr = (void *)(uintptr_t)cookie;
+    return err_of(sys6(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si, 0, 0));
 }
 
 /* FUTEX_WAIT (op 0) or FUTEX_WAIT_PRIVATE (op 128), at most timeout_ns (0: forever). */

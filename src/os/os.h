@@ -125,6 +125,7 @@ static inline uintptr_t os_thread_pointer(void) {
  * arch_prctl. Signal-safe. */
 void os_segment_bases(uintptr_t *fs, uintptr_t *gs);
 int os_getpid(void);
+long os_getuid(void);
 /* The CPUs this thread may run on (sched_getaffinity; 1 if it cannot say). */
 unsigned os_cpu_count(void);
 /* Threads, signals and /proc (scan/, export/export_signal.c); signal-safe, no counting
@@ -152,6 +153,13 @@ struct os_dirent {
 long os_pread(int fd, void *buf, size_t len, uint64_t off); /* retried on EINTR */
 long os_lseek_start(int fd);
 int os_tgkill(int pid, long tid, int sig);
+/* Send sig to thread tid of process pid (this one) as a request of Oscar's: siginfo's si_code
+ * SI_QUEUE, si_value `cookie` (rt_tgsigqueueinfo), which no send of the program's carries:
+ * os_is_request tells them apart in the handler. 0 or an errno (ESRCH: gone). */
+int os_send_request(int pid, long tid, int sig, uint64_t cookie);
+static inline bool os_is_request(const siginfo_t *si, uint64_t cookie) {
+    return si->si_code == SI_QUEUE && (uint64_t)(uintptr_t)si->si_value.sival_ptr == cookie;
+}
 /* Wait while *word == expected, at most timeout_ns (0: forever): 0, ETIMEDOUT, EAGAIN, EINTR. */
 int os_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void os_futex_wake(_Atomic uint32_t *word, int n);
@@ -178,6 +186,9 @@ void os_unblock_signal(int sig);
 int os_mincore(void *addr, size_t len, unsigned char *vec);
 /* The signals pending for this thread or the process, as the kernel's 64-bit set. */
 int os_sigpending(uint64_t *set);
+/* Take signal sig if it is pending for this thread (or the process), blocked or not, without
+ * running a handler (rt_sigtimedwait, no wait): sig with its siginfo, or 0 when none is. */
+int os_sigtake(int sig, siginfo_t *si);
 /* Copy n bytes at addr of this process into dst, a fault there being EFAULT rather than a
  * signal (process_vm_readv): for memory that may be unreadable (execute-only code). 0 or
  * an errno (EFAULT; EPERM or ENOSYS where a filter or the kernel refuses the call). */

@@ -67,6 +67,9 @@ struct slot {
 static struct {
     oscar_lock lock;           /* the world lock: world_stop takes it, world_resume releases */
     int sig;                   /* the park signal (constant) */
+    uint64_t cookie;           /* our requests' si_value (os_send_request; set once at init) */
+    _Atomic uint32_t draining; /* threads that parked and have not yet taken what came
+                                * meanwhile (on_park) */
     uint64_t handler_mask;     /* what the park handler blocks, as /proc's SigBlk (constant) */
     atomic_bool ready;         /* world_init done (set once, under the world lock) */
     _Atomic uint32_t epoch;    /* stops so far */
@@ -77,7 +80,6 @@ static struct {
                                 * it (one wake-up per stop, not one per thread) */
     atomic_bool stopping;      /* a stop is in progress: the stopper, release; the handler
                                 * reads it (acquire) */
-    _Atomic uint32_t failed_stops; /* stops that gave up: their requests may come late */
     int32_t zombie_leader;     /* the pid whose first thread was found gone (pthread_exit:
                                 * the kernel keeps it, a zombie that never parks), so never
                                 * asked again; a fork child's pid differs (the stopper, under
@@ -207,8 +209,9 @@ static void note_cut(const ucontext_t *uc, uint64_t entered) {
     calls_cut++;
 }
 
-/* A park signal that is not one of our requests. */
-static void pass_on(int sig, siginfo_t *si, void *uc, uint64_t entered) {
+/* A park signal of the program's (or of another process): its handler, its default action
+ * (termination) or nothing (ignored). */
+static void pass_on(int sig, siginfo_t *si, void *uc) {
     struct sigaction act = world_state.program;
     bool custom = os_is_handler(&act);
     if (custom) {
@@ -221,15 +224,6 @@ static void pass_on(int sig, siginfo_t *si, void *uc, uint64_t entered) {
     }
     if (act.sa_handler == SIG_IGN && !(act.sa_flags & SA_SIGINFO))
         return;
-    /* SIG_DFL. Our own late requests (after a stop that gave up) are dropped; one from
-     * another process, or raised by the program, gets the default action (termination).
-     * (After a stop gave up, a raise() of the park signal by the program looks the same as a
-     * late request: it is dropped too.) */
-    if (si->si_code == SI_TKILL && si->si_pid == os_getpid() &&
-        atomic_load(&world_state.failed_stops)) {
-        note_cut(uc, entered);
-        return;
-    }
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -237,28 +231,15 @@ static void pass_on(int sig, siginfo_t *si, void *uc, uint64_t entered) {
     os_tgkill(os_getpid(), os_gettid(), sig); /* pending until this handler returns */
 }
 
+/* The thread sent itself the park signal for the program (world_program_send_begin) and no
+ * delivery has answered it yet: if one of our requests was pending then, the kernel merged
+ * the program's into it (a standard signal is pending once), and the handler answers both. */
+static __thread bool program_owed __attribute__((tls_model("initial-exec")));
+
 uint64_t world_test_park_spin_ns;
 
-static void on_park(int sig, siginfo_t *si, void *ucv) {
-    int saved = errno;
-    uint64_t entered = entered_at(ucv);
-    struct slot *s = NULL;
-    if (atomic_load_explicit(&world_state.stopping, memory_order_acquire))
-        s = lookup((int32_t)os_gettid());
-    if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_ASKED) {
-        /* A tgkill of ours carries our pid and SI_TKILL; a stray one of an earlier stop that
-         * timed out is dropped (pass_on), anything else goes to the program. */
-        pass_on(sig, si, ucv, entered);
-        errno = saved;
-        return;
-    }
-    /* Inside a stretch that must not be parked in (os/nopark.h: a free between its page's
-     * entry and its revocation): the thread asks again as soon as it leaves it. */
-    if (os_nopark_defer()) {
-        note_cut(ucv, entered);
-        errno = saved;
-        return;
-    }
+/* Parks the thread for the stop that asked slot s. */
+static void park(struct slot *s, ucontext_t *uc) {
     os_nopark_parked();
     if (__builtin_expect(world_test_park_spin_ns != 0, 0))
         os_spin_ns(world_test_park_spin_ns);
@@ -266,7 +247,6 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
      * that gave up may be handled only now, during the next stop (this thread asked again), and
      * waiting for the old stop's resume would park it for ever. */
     uint32_t epoch = s->epoch;
-    ucontext_t *uc = ucv;
     s->t.sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     s->t.regs_lo = (uintptr_t)uc;
     s->t.regs_hi = frame_end(uc);
@@ -294,7 +274,71 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
         os_futex_wait(&world_state.resumed, r, 0);
     if (__builtin_expect(world_test_park_spin_ns != 0, 0))
         os_spin_ns(world_test_park_spin_ns); /* (resumed, still in the handler: its mask) */
-    note_cut(uc, entered);
+}
+
+/* One delivery of the park signal may carry a request of ours, a signal of the program's, or
+ * both (the kernel merged them): it answers each.
+ * After a park, the thread takes what came while it was parked (the park handler blocks every
+ * signal): a request of ours, when it parked for a signal of the program's that came before
+ * the stopper's own request, or a request of the next stop; left pending, a later send of
+ * the program's to this thread would merge into it. world_program_send_begin waits for this
+ * (world_state.draining).
+ * Locks: none (it parks while the stopper holds the world lock). */
+static void on_park(int sig, siginfo_t *si, void *ucv) {
+    int saved = errno;
+    uint64_t entered = entered_at(ucv);
+    bool program = false, parked = false;
+    siginfo_t program_si, taken;
+    int pid = os_getpid();
+    for (;;) {
+        bool ours = os_is_request(si, world_state.cookie);
+        if (!ours) {
+            if (!program)
+                program_si = *si;
+            program = true;
+            if (si->si_pid == pid && (si->si_code == SI_TKILL || si->si_code == SI_QUEUE))
+                program_owed = false; /* (sent to this thread: what it owed is this one) */
+        } else if (program_owed) { /* (the program's send merged into this request) */
+            program_owed = false;
+            if (!program) {
+                memset(&program_si, 0, sizeof program_si);
+                program_si.si_signo = sig;
+                program_si.si_code = SI_TKILL;
+                program_si.si_pid = pid;
+                program_si.si_uid = (uid_t)os_getuid();
+            }
+            program = true;
+        }
+        struct slot *s = NULL;
+        if (atomic_load_explicit(&world_state.stopping, memory_order_acquire))
+            s = lookup((int32_t)os_gettid());
+        /* Asked by the stop in progress: by this request of ours, or by one the kernel merged
+         * into the program's signal, or by one still to come (taken below). Inside a stretch
+         * that must not be parked in (os/nopark.h: a free between its page's entry and its
+         * revocation), the thread asks again as soon as it leaves it. */
+        if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_ASKED ||
+            os_nopark_defer())
+            break;
+        if (!parked)
+            atomic_fetch_add_explicit(&world_state.draining, 1, memory_order_relaxed);
+        parked = true;
+        park(s, ucv);
+        if (os_sigtake(sig, &taken) != sig)
+            break;
+        si = &taken;
+    }
+    if (parked) {
+        while (os_sigtake(sig, &taken) == sig) /* (what came after the last park) */
+            if (!os_is_request(&taken, world_state.cookie) && !program) {
+                program_si = taken;
+                program = true;
+            }
+        atomic_fetch_sub_explicit(&world_state.draining, 1, memory_order_release);
+    }
+    if (program)
+        pass_on(sig, &program_si, ucv);
+    else
+        note_cut(ucv, entered); /* (a request of ours, answered or late: dropped) */
     errno = saved;
 }
 
@@ -334,10 +378,12 @@ int world_init(void) {
         /* The thread that starts Oscar (usually the program's only one yet) is known from
          * the first stop on: asked before the listing opens its descriptor. */
         world_state.known[world_state.nknown++] = (int32_t)os_gettid();
+        world_state.cookie = os_random() | 1;
         if (__sigaction(world_state.sig, &sa, &world_state.program) != 0) {
             err = errno;
         } else {
             fault_hold(world_state.sig);
+            os_nopark_cookie = world_state.cookie;
             os_nopark_signal = world_state.sig;
             atomic_store(&world_state.ready, true);
         }
@@ -368,6 +414,47 @@ int world_program_sigaction(const struct sigaction *act, struct sigaction *old) 
     return 1;
 }
 
+/* Locks: the world lock, for a send to another thread (taken with every signal blocked but
+ * faults: no handler of the program's runs while it is held; while it waits, the signals are
+ * open, so a stop in progress parks this thread). */
+void world_program_send_begin(bool self, struct world_send *w) {
+    w->active = w->locked = false;
+    if (!atomic_load(&world_state.ready))
+        return;
+    w->active = true;
+    sigset_t block;
+    if (self) {
+        sigemptyset(&block);
+        sigaddset(&block, world_state.sig);
+        os_sigprocmask(SIG_BLOCK, &block, &w->old);
+        program_owed = true;
+        return;
+    }
+    sigfillset(&block);
+    sigdelset(&block, SIGSEGV);
+    sigdelset(&block, SIGBUS);
+    for (;;) {
+        os_sigprocmask(SIG_BLOCK, &block, &w->old);
+        if (oscar_lock_try(&world_state.lock)) {
+            w->locked = true;
+            /* (no stop now: the threads of the last one are leaving the handler) */
+            while (atomic_load_explicit(&world_state.draining, memory_order_acquire))
+                os_yield();
+            return;
+        }
+        os_sigprocmask(SIG_SETMASK, &w->old, NULL);
+        os_yield();
+    }
+}
+
+void world_program_send_end(struct world_send *w) {
+    if (!w->active)
+        return;
+    if (w->locked)
+        oscar_lock_release(&world_state.lock);
+    os_sigprocmask(SIG_SETMASK, &w->old, NULL); /* (a send to itself is delivered here) */
+}
+
 static bool exempt(int32_t tid) {
     for (int i = 0; i < WORLD_EXEMPT_MAX; i++)
         if (atomic_load_explicit(&world_state.exempt[i], memory_order_relaxed) == tid)
@@ -393,6 +480,11 @@ void world_exempt_drop(void) {
     }
 }
 
+void world_fork_child(void) {
+    program_owed = false; /* (a fork child has no signal pending) */
+    atomic_store(&world_state.draining, 0); /* (the parent's parked threads are not here) */
+}
+
 void world_exempt_clear(void) {
     for (int i = 0; i < WORLD_EXEMPT_MAX; i++)
         atomic_store(&world_state.exempt[i], 0);
@@ -413,7 +505,7 @@ static long ask(int pid, long self, long tid) {
     if (!s)
         return -EAGAIN;
     atomic_fetch_add(&world_state.nexpect, 1);
-    if (os_tgkill(pid, tid, world_state.sig) == ESRCH) {
+    if (os_send_request(pid, tid, world_state.sig, world_state.cookie) == ESRCH) {
         atomic_store(&s->state, SLOT_GONE);
         atomic_fetch_sub(&world_state.nexpect, 1);
     }
@@ -683,7 +775,6 @@ static int stop_locked(void) {
         if (atomic_load(&world_state.slots[i].state) != SLOT_GONE)
             world_state.known[world_state.nknown++] = world_state.slots[i].t.tid;
     if (err) {
-        atomic_fetch_add(&world_state.failed_stops, 1);
         release_parked(epoch);
         oscar_lock_release(&world_state.lock);
         return (int)err;

@@ -68,4 +68,19 @@ void world_unblockable(sigset_t *set); /* removes the park signal from a mask th
  * installed; a park signal that is not a request of ours goes on to it. 1, or 0 before
  * world_init (then the caller goes to libc). */
 int world_program_sigaction(const struct sigaction *act, struct sigaction *old);
+/* The program sends the park signal to one of its own threads (raise, pthread_kill, tgkill,
+ * pthread_sigqueue): the send goes between _begin and _end. The park signal is a standard
+ * signal, pending at most once per thread: a request of ours pending at that thread would
+ * swallow the program's. To itself (self): the park signal is blocked meanwhile and the
+ * thread notes the send, so a delivery of ours answers the program's too. To another: under
+ * the world lock with every signal blocked (a stop asks and is answered under that lock, so
+ * no request of ours is pending then). (tests/programs/signal_park_counts.c) */
+struct world_send {
+    sigset_t old; /* the caller's mask */
+    bool active;  /* _begin did something for _end to undo */
+    bool locked;  /* the world lock is held */
+};
+void world_program_send_begin(bool self, struct world_send *w);
+void world_program_send_end(struct world_send *w);
+void world_fork_child(void); /* the fork child's state (after world_resume) */
 #endif

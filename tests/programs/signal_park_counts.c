@@ -1,0 +1,111 @@
+/* The program sends SIGPWR (Oscar's park signal) to its own threads, one at a time, while
+ * other threads churn and fork (so Oscar's stops send SIGPWR too, in every mode): each one it
+ * sends must reach its handler, exactly once, as under glibc. SIGPWR is a standard signal, so
+ * a stop's request pending at the same thread merges with the program's in the kernel; Oscar
+ * must still run the program's handler (CI: signal_park_handler "handler ran 2 times" of 3).
+ *
+ * Argument: how the program sends it
+ *   raise  raise(SIGPWR): delivered before raise returns
+ *   self   pthread_kill(pthread_self(), SIGPWR): the same
+ *   tgkill tgkill(getpid(), gettid(), SIGPWR): the same
+ *   other  pthread_kill of a waiting thread; the sender waits for its handler to count it
+ *   kill   kill(getpid(), SIGPWR) (the whole process: any thread may take it); waits the same
+ * Prints "handler ran N times" (N sent) and OK. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "common.h"
+#include "fork_common.h"
+
+#define SENDS 2000
+
+static atomic_int ran, stop;
+
+static void on_pwr(int sig) {
+    (void)sig;
+    atomic_fetch_add(&ran, 1);
+}
+
+static void *churn(void *arg) {
+    (void)arg;
+    uint64_t seed = 7;
+    void *keep[64] = {0};
+    while (!atomic_load(&stop)) {
+        unsigned i = rng_next(&seed) % 64;
+        free(keep[i]);
+        keep[i] = malloc(16 + rng_next(&seed) % 4000);
+    }
+    for (int i = 0; i < 64; i++)
+        free(keep[i]);
+    return NULL;
+}
+
+static void *forker(void *arg) {
+    int *bad = arg;
+    while (!atomic_load(&stop)) {
+        *bad += fork_empty_child();
+        usleep(2000);
+    }
+    return NULL;
+}
+
+static void *waiter(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop))
+        usleep(1000);
+    return NULL;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+    test_init();
+    const char *how = argc > 1 ? argv[1] : "raise";
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_pwr;
+    check(sigaction(SIGPWR, &sa, NULL) == 0, "sigaction");
+    int bad_forks = 0;
+    pthread_t c[2], f, w;
+    for (int i = 0; i < 2; i++)
+        pthread_create(&c[i], NULL, churn, NULL);
+    pthread_create(&f, NULL, forker, &bad_forks);
+    pthread_create(&w, NULL, waiter, NULL);
+    int lost = 0;
+    for (int i = 0; i < SENDS; i++) {
+        int before = atomic_load(&ran);
+        if (!strcmp(how, "raise"))
+            raise(SIGPWR);
+        else if (!strcmp(how, "self"))
+            pthread_kill(pthread_self(), SIGPWR);
+        else if (!strcmp(how, "tgkill"))
+            tgkill(getpid(), gettid(), SIGPWR);
+        else if (!strcmp(how, "other"))
+            pthread_kill(w, SIGPWR);
+        else
+            kill(getpid(), SIGPWR);
+        /* (to the thread itself: already run; else wait for it, at most 5 s) */
+        for (double t0 = now(); atomic_load(&ran) == before && now() - t0 < 5;)
+            usleep(50);
+        if (atomic_load(&ran) == before && lost++ == 0)
+            printf("FAIL send %d never reached the handler\n", i);
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(c[i], NULL);
+    pthread_join(f, NULL);
+    pthread_join(w, NULL);
+    check(bad_forks == 0, "every child exited 0");
+    check(lost == 0, "no send lost");
+    printf("handler ran %d times\n", atomic_load(&ran));
+    return test_finish();
+}
