@@ -3,12 +3,13 @@
  * The park signal is SIGPWR (as Boehm GC's on Linux): programs rarely use it, and it is a
  * standard signal, so a second request pending while a thread is parked merges with the first.
  * A program that installs its own SIGPWR handler keeps ours in front (export/export_signal.c
- * records theirs here); a SIGPWR that is not one of our requests goes on to the program's
- * handler, or takes the default action when it came from another process.
+ * records theirs here); a SIGPWR that is not one of our requests (they carry world_state's
+ * cookie: os_send_request) goes on to the program's handler or its default action, also when
+ * the kernel merged it with one of ours (on_park; export/export_send.c).
  *
  * A stop, step by step (world_stop):
  *   1. take the world lock; a new epoch; mark "stopping";
- *   2. send the park signal (tgkill) to the threads the last stop found, and wait for them
+ *   2. send the park signal (a request) to the threads the last stop found, and wait for them
  *      (3): the listing below opens a descriptor, and a thread of the program that closed
  *      its descriptors and opens one must get the lowest (tests/programs/lowest_descriptor.c:
  *      39,451 of its opens in 2 s got another while stops listed the threads before any was
