@@ -317,25 +317,21 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
          * into the program's signal, or by one still to come (taken below). Inside a stretch
          * that must not be parked in (os/nopark.h: a free between its page's entry and its
          * revocation), the thread asks again as soon as it leaves it. */
-        if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_ASKED ||
-            os_nopark_defer())
-            break;
-        if (!parked)
-            atomic_fetch_add_explicit(&world_state.draining, 1, memory_order_relaxed);
-        parked = true;
-        park(s, ucv);
-        if (os_sigtake(sig, &taken) != sig)
+        if (s && atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_ASKED &&
+            !os_nopark_defer()) {
+            if (!parked)
+                atomic_fetch_add_explicit(&world_state.draining, 1, memory_order_relaxed);
+            parked = true;
+            park(s, ucv);
+        }
+        /* Once parked, whatever came meanwhile, until nothing is pending (a request of the
+         * next stop parks it again; one that comes after this is delivered as usual). */
+        if (!parked || os_sigtake(sig, &taken) != sig)
             break;
         si = &taken;
     }
-    if (parked) {
-        while (os_sigtake(sig, &taken) == sig) /* (what came after the last park) */
-            if (!os_is_request(&taken, world_state.cookie) && !program) {
-                program_si = taken;
-                program = true;
-            }
+    if (parked)
         atomic_fetch_sub_explicit(&world_state.draining, 1, memory_order_release);
-    }
     if (program)
         pass_on(sig, &program_si, ucv);
     else
