@@ -87,6 +87,17 @@ def test_every_park_signal_the_program_sends_reaches_its_handler(runner, how, mo
     assert_same_output(res, expected)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_program_handlers_oscar_calls_run_with_the_kernels_mask(runner, mode):
+    """The program's SIGPWR and SIGSEGV handlers, which Oscar calls from its own, run with the
+    mask the kernel gives them under glibc (the interrupted code's, sa_mask, the signal): the
+    SIGPWR one ran with every signal blocked, and a SIGCHLD raised in it waited."""
+    expected = runner.glibc_once("signal_handler_mask")
+    assert expected.stdout.endswith("OK\n"), expected.describe()
+    res = runner.oscar("signal_handler_mask", env={"OSCAR_MODE": mode})
+    assert_same_output(res, expected)
+
+
 def test_raise_park_signal_with_default_action_kills(runner):
     """The program's own raise(SIGPWR) with the default action kills it by SIGPWR, also after
     forks (Oscar's stops) have used the signal."""

@@ -91,17 +91,22 @@ void fault_die(int sig) {
 }
 
 void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc) {
-    /* Run it with the mask it asked for, as the kernel would have, and the held signal
-     * blocked while it runs where another frame would not fit. */
+    /* Run it with the mask the kernel would have given it: the interrupted code's, its sa_mask
+     * and its own signal, not that of Oscar's handler which calls it (the park handler blocks
+     * every signal: signal_handler_mask); the held signal stays blocked where another frame
+     * would not fit. (Of the frame's uc_sigmask only the kernel's 64 bits are its own.) */
     sigset_t old, mask = act->sa_mask;
+    uint64_t interrupted;
+    memcpy(&interrupted, &((ucontext_t *)uc)->uc_sigmask, sizeof interrupted);
+    for (int n = 1; n <= 64; n++)
+        if (interrupted >> (n - 1) & 1)
+            sigaddset(&mask, n);
     if (!(act->sa_flags & SA_NODEFER))
         sigaddset(&mask, sig);
     int held = fault_state.held;
-    bool release = held && sigismember(&mask, held) != 1 &&
-                   sigismember(&((ucontext_t *)uc)->uc_sigmask, held) != 1;
-    os_sigprocmask(SIG_BLOCK, &mask, &old);
-    if (release && sigismember(&old, held) == 1 && os_room_for_a_signal())
-        os_unblock_signal(held); /* (blocked by our handler alone: as the program's runs, not) */
+    if (held && sigismember(&mask, held) != 1 && !os_room_for_a_signal())
+        sigaddset(&mask, held);
+    os_sigprocmask(SIG_SETMASK, &mask, &old);
     if (act->sa_flags & SA_SIGINFO)
         act->sa_sigaction(sig, si, uc);
     else

@@ -12,8 +12,9 @@ void fault_init_stats_signal(int sig);
  * handler after ours. 1 when sig is one of those (and the handler is installed), else 0:
  * the caller then goes to libc. */
 int fault_program_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-/* Runs a program's handler from inside ours, with the mask it asked for; the held signal
- * (fault_hold) stays blocked if it was, or if there is no room for its frame below. */
+/* Runs a program's handler from inside ours, with the mask the kernel would have given it
+ * (the interrupted code's, its sa_mask, its signal); the held signal (fault_hold) stays
+ * blocked if it was, or if there is no room for its frame below. */
 void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc);
 /* The stop-the-world's park signal (scan/world.c): blocked by the kernel as the fault
  * handler starts, and while a program's handler that it runs has no room on its alternate
