@@ -22,7 +22,7 @@
 #include "common.h"
 #include "fork_common.h"
 
-#define SENDS 2000
+#define SENDS 1000
 
 static atomic_int ran, stop;
 
