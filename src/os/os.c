@@ -569,8 +569,7 @@ int os_send_request(int pid, long tid, int sig, uint64_t cookie) {
     memset(&si, 0, sizeof si);
     si.si_signo = sig;
     si.si_code = SI_QUEUE; /* (the kernel lets a process queue any code to itself) */
-    si.si_pid = pid;
-    si.si_uid = (uid_t)os_getuid();
+    si.si_pid = pid; /* (no si_uid: only our handler reads a request, by its cookie) */
     si.si_value.sival_ptr = (void *)(uintptr_t)cookie;
     return err_of(sys6(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si, 0, 0));
 }

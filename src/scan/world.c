@@ -290,14 +290,13 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
     uint64_t entered = entered_at(ucv);
     bool program = false, parked = false;
     siginfo_t program_si, taken;
-    int pid = os_getpid();
     for (;;) {
         bool ours = os_is_request(si, world_state.cookie);
         if (!ours) {
             if (!program)
                 program_si = *si;
             program = true;
-            if (si->si_pid == pid && (si->si_code == SI_TKILL || si->si_code == SI_QUEUE))
+            if ((si->si_code == SI_TKILL || si->si_code == SI_QUEUE) && si->si_pid == os_getpid())
                 program_owed = false; /* (sent to this thread: what it owed is this one) */
         } else if (program_owed) { /* (the program's send merged into this request) */
             program_owed = false;
@@ -305,7 +304,7 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
                 memset(&program_si, 0, sizeof program_si);
                 program_si.si_signo = sig;
                 program_si.si_code = SI_TKILL;
-                program_si.si_pid = pid;
+                program_si.si_pid = os_getpid();
                 program_si.si_uid = (uid_t)os_getuid();
             }
             program = true;
