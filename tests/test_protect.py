@@ -735,6 +735,22 @@ def test_thread_leaving_the_park_handler_as_the_next_stop_asks_does_not_fail_mar
     assert s["scan_rounds"] >= 2, scan_figures(s)
 
 
+@pytest.mark.parametrize("mark", ["stop", "concurrent"] + (["snapshot"] if "snapshot" in MARKS else []))
+def test_timed_socket_calls_go_on_across_marks(runner, tmp_path, mark):
+    """A thread in socket calls on sockets with a timeout (SO_RCVTIMEO: read, readv, recv,
+    recvfrom, recvmsg, recvmmsg, accept, accept4; SO_SNDTIMEO on a full socket or listener:
+    write, writev, send, sendto, sendmsg, sendmmsg, connect) and in System V's semtimedop,
+    semop and msgrcv while marks stop the world thousands of times: each times out with
+    EAGAIN as under glibc, none fails with EINTR (before, every one did at the first mark),
+    and the program's own signal still interrupts a recv."""
+    expected = runner.glibc_once("timed_io_across_stops", "interrupt")
+    env = dict(FREQUENT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    res = runner.oscar("timed_io_across_stops", "interrupt", env=env, timeout=120)
+    assert_same_output(res, expected)
+    s = json.loads((tmp_path / "stats.json").read_text())
+    assert s["scan_rounds"] > 100, scan_figures(s)
+
+
 @pytest.mark.parametrize("mark", sorted(MARKS))
 def test_waits_go_on_across_marks(runner, tmp_path, mark):
     """A thread waiting in every call the kernel does not restart after a handler (sleeps,

@@ -62,6 +62,18 @@ def test_waits_go_on_across_the_stops_of_forks(runner, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_timed_socket_calls_go_on_across_the_stops_of_forks(runner, mode):
+    """A fork of a program with threads stops the world (in every mode): a thread in a socket
+    call on a socket with a timeout (read, recv..., accept, write, send..., connect) or in
+    System V's semtimedop, semop or msgrcv meanwhile times out or is woken as under glibc,
+    never with EINTR (before, every one failed with it at the first fork)."""
+    expected = runner.glibc_once("timed_io_across_stops", "interrupt", "fork")
+    res = runner.oscar("timed_io_across_stops", "interrupt", "fork", env={"OSCAR_MODE": mode},
+                       timeout=120)
+    assert_same_output(res, expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_fork_while_a_thread_uses_stdio(runner, mode):
     """Defect 2: 40 forks of a 100 MiB heap while a thread opens and closes files: every
     child sees a consistent heap (before the fix, children died with a wild-access report)."""

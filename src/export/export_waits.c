@@ -1,6 +1,7 @@
 /* export_waits: libc's waits that a stop of the world would cut short with EINTR, and that
  * set no signal mask (those are in export_signal.c, which removes the park signal from the
- * mask first): they go on waiting after a stop's park, as export/waits.h says. libc's own
+ * mask first), System V's msgrcv, msgsnd, semop and semtimedop among them: they go on
+ * waiting after a stop's park, as export/waits.h says. libc's own
  * function does each wait, so each stays a cancellation point; sleep, usleep and thrd_sleep,
  * which call libc's nanosleep inside libc, go through the wrappers of nanosleep and
  * clock_nanosleep here. */
@@ -14,6 +15,8 @@
 #include <semaphore.h>
 #include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
 #include <sys/select.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,13 +30,18 @@ DECLARE(int, pause, void)
 DECLARE(int, sem_wait, sem_t *)
 DECLARE(int, sem_timedwait, sem_t *, const struct timespec *)
 DECLARE(int, sem_clockwait, sem_t *, clockid_t, const struct timespec *)
+DECLARE(ssize_t, msgrcv, int, void *, size_t, long, int)
+DECLARE(int, msgsnd, int, const void *, size_t, int)
+DECLARE(int, semop, int, struct sembuf *, size_t)
+DECLARE(int, semtimedop, int, struct sembuf *, size_t, const struct timespec *)
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
 __attribute__((constructor)) static void find_real_functions(void) {
     void *all[] = {real_fn_nanosleep(), real_fn_clock_nanosleep(), real_fn_poll(),
                    real_fn_select(), real_fn_epoll_wait(), real_fn_pause(),
-                   real_fn_sem_wait(), real_fn_sem_timedwait(), real_fn_sem_clockwait()};
+                   real_fn_sem_wait(), real_fn_sem_timedwait(), real_fn_sem_clockwait(),
+                   real_fn_msgrcv(), real_fn_msgsnd(), real_fn_semop(), real_fn_semtimedop()};
     __asm__ volatile("" : : "r"(all) : "memory");
 }
 
@@ -179,5 +187,35 @@ OSCAR_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *at) {
 OSCAR_EXPORT int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *at) {
     int r;
     WAIT_AGAIN(r, REAL(sem_clockwait, sem, clock, at));
+    return r;
+}
+
+/* ---- System V's queues and semaphores: the kernel never restarts their waits. */
+
+OSCAR_EXPORT ssize_t msgrcv(int id, void *msg, size_t size, long type, int flags) {
+    ssize_t r;
+    WAIT_AGAIN(r, REAL(msgrcv, id, msg, size, type, flags));
+    return r;
+}
+
+OSCAR_EXPORT int msgsnd(int id, const void *msg, size_t size, int flags) {
+    int r;
+    WAIT_AGAIN(r, REAL(msgsnd, id, msg, size, flags));
+    return r;
+}
+
+OSCAR_EXPORT int semop(int id, struct sembuf *ops, size_t n) {
+    int r;
+    WAIT_AGAIN(r, REAL(semop, id, ops, n));
+    return r;
+}
+
+OSCAR_EXPORT int semtimedop(int id, struct sembuf *ops, size_t n, const struct timespec *timeout) {
+    struct wait w;
+    struct timespec left;
+    wait_begin_ts(&w, timeout);
+    int r = REAL(semtimedop, id, ops, n, timeout);
+    while (wait_cut(&w, r < 0))
+        r = REAL(semtimedop, id, ops, n, wait_ts_left(&w, timeout, &left));
     return r;
 }

@@ -18,11 +18,16 @@
  * from CLOCK_MONOTONIC (a system call, only for a finite timeout > 0: libc's vDSO clock may
  * be gone in a program that moved it, protect_shape_after_bss.c).
  *
+ * Calls that are no waits of their own are cut short too where a timeout is set on their
+ * socket (SO_RCVTIMEO: read, readv, recv, recvfrom, recvmsg, recvmmsg, accept, accept4;
+ * SO_SNDTIMEO: write, writev, send, sendto, sendmsg, sendmmsg, connect), and System V's
+ * msgrcv, msgsnd, semop, semtimedop always: export_io.c and export_waits.c call them again
+ * the same way (wait_cut_socket).
+ *
  * Not covered (README, Limitations): the same calls made by a raw system call or inside libc
- * (its own internal calls do not come through these wrappers), reads and writes on a
- * socket with SO_RCVTIMEO / SO_SNDTIMEO, and a signal of the program's arriving in the
- * instant between the cut call's return and the next call (then it went unnoticed by the
- * check, and the wait goes on until its deadline or its next event). */
+ * (its own internal calls do not come through these wrappers), and a signal of the program's
+ * arriving in the instant between the cut call's return and the next call (then it went
+ * unnoticed by the check, and the wait goes on until its deadline or its next event). */
 #ifndef OSCAR_EXPORT_WAITS_H
 #define OSCAR_EXPORT_WAITS_H
 #include "os/os.h"
@@ -42,6 +47,7 @@ struct wait {
     uint32_t handlers; /* export_program_handlers_run then */
     int errno_in;     /* errno on entry: what a wait that succeeds after a cut leaves */
     uint64_t deadline; /* CLOCK_MONOTONIC ns, for a relative timeout read here; 0: none */
+    bool timed_out;    /* wait_cut_socket ended the call at its socket's timeout */
 };
 
 #define NS_PER_S 1000000000ull
@@ -52,6 +58,7 @@ static inline void wait_begin(struct wait *w) {
     w->handlers = export_program_handlers_run;
     w->errno_in = errno;
     w->deadline = 0;
+    w->timed_out = false;
 }
 
 /* ...with a timeout of ms milliseconds (poll, epoll_wait: < 0 forever, 0 no wait). */
@@ -94,6 +101,40 @@ static inline bool wait_cut(struct wait *w, bool failed) {
     errno = w->errno_in;
     return true;
 }
+
+/* ... for a call on socket fd, cut short because the socket has a timeout (SO_SNDTIMEO for
+ * send, else SO_RCVTIMEO; the kernel would restart it without one). The kernel counts that
+ * timeout from the call's start, which is not known here without reading a clock at every
+ * call: it counts from the call's first cut instead (the call's time, and a clock read, are
+ * paid only when a stop cut it), and the call fails with EAGAIN, as at its timeout, once that
+ * much time passed. So it never ends before its time, and at most about twice it after it
+ * began (a stop comes at most once every few milliseconds while the program frees, once per
+ * fork). A call cut short on a descriptor with no timeout (no socket) is made again. */
+static inline bool wait_cut_socket(struct wait *w, bool failed, int fd, bool send) {
+    if (!failed || !wait_cut_err(w, errno))
+        return false;
+    if (!w->deadline) {
+        uint64_t t = os_socket_timeout_ns(fd, send);
+        w->deadline = t ? world_cut_at() + t : UINT64_MAX;
+    }
+    if (w->deadline != UINT64_MAX && os_monotonic_ns() >= w->deadline) {
+        w->timed_out = true;
+        errno = EAGAIN;
+        return false;
+    }
+    errno = w->errno_in;
+    return true;
+}
+
+/* r = CALL on socket fd (send: a sending call), made again while a stop cuts it short. */
+#define SOCKET_CALL(r, fd, send, call)                                                         \
+    do {                                                                                      \
+        struct wait w_;                                                                       \
+        wait_begin(&w_);                                                                      \
+        do                                                                                    \
+            r = (call);                                                                       \
+        while (wait_cut_socket(&w_, r < 0, fd, send));                                        \
+    } while (0)
 
 /* r = CALL, made again while a stop cuts it short: the waits with no timeout, or an absolute
  * one. */

@@ -10,8 +10,10 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -595,6 +597,24 @@ uint64_t os_monotonic_ns(void) {
     struct timespec ts;
     sys6(SYS_clock_gettime, 1 /* CLOCK_MONOTONIC */, (long)&ts, 0, 0, 0, 0);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t os_socket_timeout_ns(int fd, bool send) {
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    if (sys6(SYS_getsockopt, fd, SOL_SOCKET, send ? SO_SNDTIMEO : SO_RCVTIMEO, (long)&tv,
+             (long)&len, 0) < 0 ||
+        len != sizeof tv || tv.tv_sec < 0 || tv.tv_usec < 0)
+        return 0;
+    return (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+}
+
+int os_socket_domain(int fd) {
+    int domain = -1;
+    socklen_t len = sizeof domain;
+    if (sys6(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, (long)&domain, (long)&len, 0) < 0)
+        return -1;
+    return domain;
 }
 
 void os_spin_ns(uint64_t ns) {

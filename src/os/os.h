@@ -164,6 +164,10 @@ static inline bool os_is_request(const siginfo_t *si, uint64_t cookie) {
 int os_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void os_futex_wake(_Atomic uint32_t *word, int n);
 uint64_t os_monotonic_ns(void);
+/* A socket's SO_SNDTIMEO (send) or SO_RCVTIMEO in nanoseconds: 0 for none, or where fd is no
+ * socket. Its domain (AF_UNIX...), -1 where it is none. */
+uint64_t os_socket_timeout_ns(int fd, bool send);
+int os_socket_domain(int fd);
 /* Testing: busy-wait ns nanoseconds (signal-safe), to widen a window a test aims at. */
 void os_spin_ns(uint64_t ns);
 void os_yield(void);
