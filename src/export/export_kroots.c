@@ -85,7 +85,9 @@ OSCAR_EXPORT int pipe2(int fds[2], int flags) {
  * Limitations). */
 OSCAR_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) {
     int r = real_fn_socketpair()(domain, type, protocol, fds);
-    if (r == 0 && domain == AF_UNIX && (type & 0xf) == SOCK_STREAM) {
+    if (r == 0 && domain == AF_UNIX &&
+        ((type & 0xf) == SOCK_STREAM || (type & 0xf) == SOCK_DGRAM ||
+         (type & 0xf) == SOCK_SEQPACKET)) {
         kroots_note_stream(fds[0]);
         kroots_note_stream(fds[1]);
     }

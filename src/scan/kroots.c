@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -20,6 +21,12 @@
 #define KROOTS_RINGS_MAX 64    /* io_uring descriptors read at once */
 #define KROOTS_STREAMS_MAX 1024 /* pipes and socket pairs noted at once */
 #define STREAM_CHUNK 4096       /* a stream's bytes turned into values at a time */
+#define DGRAM_PEEKS_MAX 65536   /* datagrams peeked on one socket in one walk, at most */
+
+/* What a noted descriptor is: a pipe or stream socket (bytes), a sequenced-packet socket
+ * (records: the kernel counts every byte pending), a datagram socket (the kernel counts the
+ * first datagram's bytes only). */
+enum { KIND_STREAM, KIND_SEQPACKET, KIND_DGRAM };
 
 static struct {
     /* fd + 1 of each noted epoll instance, 0 for a free slot: taken by compare-and-swap from
@@ -42,12 +49,13 @@ static struct {
     int ring_fd[KROOTS_RINGS_MAX];
     unsigned nrings;
     bool rings_overflow; /* more ring descriptors than ring_fd holds */
-    /* The read ends of the pipes and the ends of the stream socket pairs the program made:
-     * sfd[i] fd + 1, 0 for a free slot, taken by compare-and-swap to -1 (kroots_note_stream,
-     * any thread), then its inode stored and sfd set; cleared by kroots_for_each once the
-     * descriptor is closed or is another file's. */
+    /* The read ends of the pipes and the ends of the socket pairs the program made: sfd[i]
+     * fd + 1, 0 for a free slot, taken by compare-and-swap to -1 (kroots_note_stream, any
+     * thread), then its inode and kind (KIND_*) stored and sfd set; cleared by
+     * kroots_for_each once the descriptor is closed or is another file's. */
     atomic_int sfd[KROOTS_STREAMS_MAX];
     _Atomic uint64_t sino[KROOTS_STREAMS_MAX];
+    _Atomic uint8_t skind[KROOTS_STREAMS_MAX];
     atomic_bool stream_overflow; /* a note found no free slot: never cleared (every_stream) */
     /* The walk's (the marking thread's, world stopped; in liboscar.so's own data, so not a
      * root itself): the fdinfo file's lines, and the values read from it. */
@@ -111,26 +119,37 @@ static int stream_slot_of(int fd) {
 bool kroots_is_stream(int fd) { return stream_slot_of(fd) >= 0; }
 
 /* Takes slot i from `expected` (0: free; or a stale note) for fd, its inode ino. */
-static bool take_stream_slot(unsigned i, int expected, int fd, uint64_t ino) {
+static bool take_stream_slot(unsigned i, int expected, int fd, uint64_t ino, int kind) {
     if (!atomic_compare_exchange_strong(&kroots_state.sfd[i], &expected, -1))
         return false;
     atomic_store_explicit(&kroots_state.sino[i], ino, memory_order_relaxed);
+    atomic_store_explicit(&kroots_state.skind[i], (uint8_t)kind, memory_order_relaxed);
     atomic_store_explicit(&kroots_state.sfd[i], fd + 1, memory_order_release);
     return true;
+}
+
+/* fd's KIND_* (a pipe, or not a socket: KIND_STREAM). */
+static int kind_of(int fd) {
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len) < 0)
+        return KIND_STREAM;
+    return type == SOCK_DGRAM ? KIND_DGRAM : type == SOCK_SEQPACKET ? KIND_SEQPACKET : KIND_STREAM;
 }
 
 void kroots_note_stream(int fd) {
     uint64_t dev, ino;
     if (fd < 0 || os_fd_id(fd, &dev, &ino) != 0)
         return;
-    int noted = stream_slot_of(fd);
+    int kind = kind_of(fd), noted = stream_slot_of(fd);
     if (noted >= 0) {
         /* (a number closed and given to this stream since: its inode is this one's) */
         atomic_store_explicit(&kroots_state.sino[noted], ino, memory_order_relaxed);
+        atomic_store_explicit(&kroots_state.skind[noted], (uint8_t)kind, memory_order_relaxed);
         return;
     }
     for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++)
-        if (take_stream_slot(i, 0, fd, ino))
+        if (take_stream_slot(i, 0, fd, ino, kind))
             return;
     /* Full: a note of a descriptor closed (or another file's) since is taken over. */
     for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++) {
@@ -139,7 +158,7 @@ void kroots_note_stream(int fd) {
         if (v > 0 &&
             (os_fd_id(v - 1, &d, &n) != 0 ||
              n != atomic_load_explicit(&kroots_state.sino[i], memory_order_relaxed)) &&
-            take_stream_slot(i, v, fd, ino))
+            take_stream_slot(i, v, fd, ino, kind))
             return;
     }
     atomic_store(&kroots_state.stream_overflow, true);
@@ -488,10 +507,25 @@ static int pipe_pending(int fd, long pending) {
     return 0;
 }
 
-/* What a stream socket holds, peeked (MSG_PEEK) from its start to its end with the peek
- * offset (SO_PEEK_OFF), which is put back as it was. Never past the end: a read that finds
- * nothing left takes the socket's pending error, which is the program's. */
-static int socket_pending(int fd, long pending) {
+/* fd's poll events (of POLLIN, POLLERR, POLLRDHUP), now; 0 where poll fails. */
+static short poll_now(int fd) {
+    struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+    return os_syscall(SYS_poll, (long)&p, 1, 0, 0, 0) == 1 ? p.revents : 0;
+}
+
+/* What a socket holds, peeked (MSG_PEEK) from its start to its end with the peek offset
+ * (SO_PEEK_OFF), which is put back as it was. A stream socket is never read past its end:
+ * a read that finds nothing left takes the socket's pending error, which is the program's.
+ * A datagram or sequenced-packet socket's read takes that error before anything else: one
+ * with an error pending (POLLERR, which takes nothing) is not read, and the walk has no
+ * proof. A record's read gives 0 for an empty record (which it marks peeked: the next read
+ * at the same offset goes past it), a stream's for its end. A datagram socket's pending
+ * count is its first datagram's: it is read until no datagram is left (EAGAIN), or, shut
+ * down for reading, until a read finds none (0). */
+static int socket_pending(int fd, long pending, int kind) {
+    short ev = kind == KIND_STREAM ? 0 : poll_now(fd);
+    if (ev & POLLERR)
+        return -EMSGSIZE;
     int old = -1, zero = 0;
     socklen_t len = sizeof old;
     if (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, (long)&old, (long)&len) < 0)
@@ -500,16 +534,20 @@ static int socket_pending(int fd, long pending) {
         return -EMSGSIZE;
     long total = 0;
     int err = 0;
-    while (total < pending) {
+    for (unsigned peeks = 0; kind == KIND_DGRAM || total < pending; peeks++) {
         struct iovec iov = {kroots_state.buf, sizeof kroots_state.buf};
-        if ((long)iov.iov_len > pending - total)
+        if (kind != KIND_DGRAM && (long)iov.iov_len > pending - total)
             iov.iov_len = (size_t)(pending - total);
         struct msghdr msg;
         memset(&msg, 0, sizeof msg);
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
-        long n = os_syscall(SYS_recvmsg, fd, (long)&msg, MSG_PEEK | MSG_DONTWAIT, 0, 0);
-        if (n <= 0) {
+        long n = peeks < DGRAM_PEEKS_MAX
+                     ? os_syscall(SYS_recvmsg, fd, (long)&msg, MSG_PEEK | MSG_DONTWAIT, 0, 0)
+                     : -EMSGSIZE;
+        if (kind == KIND_DGRAM && (n == -EAGAIN || (n == 0 && (ev & POLLRDHUP))))
+            break; /* (every datagram read) */
+        if (n < 0 || (n == 0 && kind == KIND_STREAM)) {
             err = n < 0 && n != -EAGAIN ? (int)n : -EMSGSIZE;
             break;
         }
@@ -522,55 +560,59 @@ static int socket_pending(int fd, long pending) {
 
 /* The `pending` bytes of descriptor fd (a pipe's read end, or a stream socket), as roots
  * named after it. 0 or -errno. */
-static int read_stream(int fd, bool pipe, long pending) {
+static int read_stream(int fd, bool pipe, long pending, int kind) {
     struct fmt g = FMT_INIT(kroots_state.name);
     fmt_str(&g, pipe ? "data pending in pipe descriptor " : "data pending in socket descriptor ");
     fmt_u64(&g, (uint64_t)fd);
     fmt_char(&g, 0);
     kroots_state.n = 0;
     kroots_state.ncarry = 0;
-    int err = pipe ? pipe_pending(fd, pending) : socket_pending(fd, pending);
+    int err = pipe ? pipe_pending(fd, pending) : socket_pending(fd, pending, kind);
     flush();
     return err;
 }
 
-/* What noted stream fd (its inode ino) holds unread. 0, -ESTALE (closed, or another file's
- * now: forget it) or -errno. */
-static int stream_pending(int fd, uint64_t ino) {
+/* What noted stream fd (its inode ino, its KIND_*) holds unread. 0, -ESTALE (closed, or
+ * another file's now: forget it) or -errno. */
+static int stream_pending(int fd, uint64_t ino, int kind) {
     int pending = 0;
     long r = os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0);
     if (r < 0)
         return r == -EBADF || r == -ENOTTY || r == -EINVAL ? -ESTALE : (int)r;
-    if (pending <= 0)
+    /* (A datagram socket counts its first datagram's bytes: 0 for an empty one, and a
+     * pointer may lie in the next.) */
+    if (pending <= 0 && (kind != KIND_DGRAM || !(poll_now(fd) & POLLIN)))
         return 0;
     struct stat st;
     if (os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 || (uint64_t)st.st_ino != ino ||
         !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
         return -ESTALE;
-    return read_stream(fd, S_ISFIFO(st.st_mode), pending);
+    return read_stream(fd, S_ISFIFO(st.st_mode), pending, kind);
 }
 
-/* every_stream's look at one descriptor: a pipe's read end, or a stream socket pair's end,
- * with bytes pending, is read. */
+/* every_stream's look at one descriptor: a pipe's read end, or a local socket's, with bytes
+ * pending, is read. */
 static int any_stream(int fd, void *arg) {
     (void)arg;
     int pending = 0;
     struct stat st;
     if (os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 ||
         !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ||
-        os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0) < 0 || pending <= 0)
+        os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0) < 0)
+        return 0;
+    int kind = S_ISSOCK(st.st_mode) ? kind_of(fd) : KIND_STREAM;
+    if (pending <= 0 && (kind != KIND_DGRAM || !(poll_now(fd) & POLLIN)))
         return 0;
     if (S_ISFIFO(st.st_mode) &&
         (os_syscall(SYS_fcntl, fd, F_GETFL, 0, 0, 0) & O_ACCMODE) == O_WRONLY)
         return 0;
-    int domain = 0, type = 0;
+    int domain = 0;
     socklen_t len = sizeof domain;
     if (S_ISSOCK(st.st_mode) &&
         (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, (long)&domain, (long)&len) < 0 ||
-         os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len) < 0 ||
-         domain != AF_UNIX || type != SOCK_STREAM))
+         domain != AF_UNIX))
         return 0;
-    return read_stream(fd, S_ISFIFO(st.st_mode), pending);
+    return read_stream(fd, S_ISFIFO(st.st_mode), pending, kind);
 }
 
 /* Once more pipes and socket pairs were made than could be noted: every pipe's read end and
@@ -588,8 +630,9 @@ static int stream_roots(void) {
         int v = atomic_load_explicit(&kroots_state.sfd[i], memory_order_acquire);
         if (v <= 0)
             continue;
-        int err = stream_pending(v - 1, atomic_load_explicit(&kroots_state.sino[i],
-                                                             memory_order_relaxed));
+        int err = stream_pending(
+            v - 1, atomic_load_explicit(&kroots_state.sino[i], memory_order_relaxed),
+            atomic_load_explicit(&kroots_state.skind[i], memory_order_relaxed));
         if (err == -ESTALE)
             atomic_compare_exchange_strong(&kroots_state.sfd[i], &v, 0);
         else if (err)

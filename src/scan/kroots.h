@@ -15,9 +15,10 @@
  * overflow list, which the ring's /proc/self/fdinfo/<fd> lists with the buffers registered
  * with the ring (the kernel may write into one after the program freed it): both are scanned
  * too (rings are found from their mappings; liburing makes its system calls itself, so no
- * wrapper sees them made). What was written to the pipes and stream socket pairs the program
- * made (noted by the wrappers of pipe, pipe2 and socketpair) and not read yet is read at every
- * mark, tee(2)'d or peeked, and its words at every byte offset scanned. The user data of an
+ * wrapper sees them made). What was written to the pipes and the local socket pairs (stream,
+ * datagram, sequenced-packet) the program made (noted by the wrappers of pipe, pipe2 and
+ * socketpair) and not read yet is read at every mark, tee(2)'d or peeked, and its words at
+ * every byte offset scanned. The user data of an
  * io_uring request still in flight and pointers the program hides are not seen (README,
  * Limitations). */
 #ifndef OSCAR_SCAN_KROOTS_H
@@ -37,7 +38,7 @@ void kroots_note_signal(int sig, uintptr_t value);
 void kroots_rings(uint64_t digest);
 /* fd is an epoll instance's that was noted: copies are noted as well (dup). */
 bool kroots_is_epoll(int fd);
-/* fd is the read end of a pipe, or an end of a stream socket pair, the program made (pipe,
+/* fd is the read end of a pipe, or an end of a local socket pair, the program made (pipe,
  * pipe2, socketpair; or a copy of one): what is written to it and not read yet is a root
  * (any thread, lock-free; signal-safe). */
 void kroots_note_stream(int fd);
