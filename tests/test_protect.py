@@ -736,6 +736,20 @@ def test_thread_leaving_the_park_handler_as_the_next_stop_asks_does_not_fail_mar
     assert s["scan_rounds"] >= 2, scan_figures(s)
 
 
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
+def test_program_signal_as_a_cut_wait_is_made_again_ends_it(runner, mark):
+    """The program's own SIGUSR1 sent to a thread in poll, ppoll, select, pselect, epoll_wait,
+    epoll_pwait (no timeout), pause or sigsuspend while marks keep cutting the wait short, in
+    the moment (widened to 3 ms: OSCAR_TEST_RETRY_SPIN_US) between the wrapper's look for a
+    handler of the program's and the call made again: the wait ends with EINTR at that
+    signal, as under glibc. Before, it went on (for ever, had no other signal come: the
+    program sends one every 300 ms and counts them, missed_poll 1 and the like)."""
+    expected = runner.glibc_once("waits_signal_in_retry")
+    env = dict(FREQUENT, OSCAR_TEST_RETRY_SPIN_US="3000", **MARKS[mark])
+    res = runner.oscar("waits_signal_in_retry", env=env, timeout=120)
+    assert_same_output(res, expected)
+
+
 @pytest.mark.parametrize("mark", ["stop", "concurrent"] + (["snapshot"] if "snapshot" in MARKS else []))
 def test_timed_socket_calls_go_on_across_marks(runner, tmp_path, mark):
     """A thread in socket calls on sockets with a timeout (SO_RCVTIMEO: read, readv, recv,

@@ -62,6 +62,16 @@ def test_waits_go_on_across_the_stops_of_forks(runner, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_program_signal_as_a_wait_cut_by_a_forks_stop_is_made_again_ends_it(runner, mode):
+    """As test_protect.py's test of the same name, with the stops of forks (every mode): the
+    program's SIGUSR1 in the moment before a cut wait is made again still ends it."""
+    expected = runner.glibc_once("waits_signal_in_retry", "fork")
+    res = runner.oscar("waits_signal_in_retry", "fork",
+                       env={"OSCAR_MODE": mode, "OSCAR_TEST_RETRY_SPIN_US": "3000"}, timeout=120)
+    assert_same_output(res, expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_timed_socket_calls_go_on_across_the_stops_of_forks(runner, mode):
     """A fork of a program with threads stops the world (in every mode): a thread in a socket
     call on a socket with a timeout (read, recv..., accept, write, send..., connect) or in

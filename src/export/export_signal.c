@@ -281,8 +281,12 @@ OSCAR_EXPORT int sigsetmask(int mask) {
 OSCAR_EXPORT int sigsuspend(const sigset_t *set) {
     sigset_t copy;
     const sigset_t *mask = allowed(set, &copy);
-    int r;
-    WAIT_AGAIN(r, __sigsuspend(mask));
+    struct wait w;
+    wait_begin(&w);
+    int r = __sigsuspend(mask);
+    while (wait_cut_held(&w, r < 0)) /* (waits.h: the program's signals held until then) */
+        r = __sigsuspend(mask);
+    wait_unhold(&w);
     return r;
 }
 
@@ -362,8 +366,9 @@ OSCAR_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *time
     struct timespec left;
     wait_begin_ts(&w, timeout);
     int r = ppoll_fn(fds, n, timeout, m);
-    while (wait_cut(&w, r < 0))
-        r = ppoll_fn(fds, n, wait_ts_left(&w, timeout, &left), m);
+    while (wait_cut_held(&w, r < 0))
+        r = ppoll_fn(fds, n, wait_ts_left(&w, timeout, &left), wait_mask(&w, m));
+    wait_unhold(&w);
     return r;
 }
 
@@ -384,8 +389,9 @@ OSCAR_EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct ti
     struct timespec left;
     wait_begin_ts(&wt, timeout);
     int res = pselect_fn(n, r, w, e, timeout, m);
-    while (wait_cut(&wt, res < 0))
-        res = pselect_fn(n, r, w, e, wait_ts_left(&wt, timeout, &left), m);
+    while (wait_cut_held(&wt, res < 0))
+        res = pselect_fn(n, r, w, e, wait_ts_left(&wt, timeout, &left), wait_mask(&wt, m));
+    wait_unhold(&wt);
     return res;
 }
 
@@ -397,8 +403,9 @@ OSCAR_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max, int 
     struct wait w;
     wait_begin_ms(&w, timeout);
     int r = epoll_pwait_fn(epfd, events, max, timeout, m);
-    while (wait_cut(&w, r < 0))
-        r = epoll_pwait_fn(epfd, events, max, wait_ms_left(&w, timeout), m);
+    while (wait_cut_held(&w, r < 0))
+        r = epoll_pwait_fn(epfd, events, max, wait_ms_left(&w, timeout), wait_mask(&w, m));
+    wait_unhold(&w);
     return r;
 }
 
@@ -411,7 +418,9 @@ OSCAR_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max,
     struct timespec left;
     wait_begin_ts(&w, timeout);
     int r = epoll_pwait2_fn(epfd, events, max, timeout, m);
-    while (wait_cut(&w, r < 0))
-        r = epoll_pwait2_fn(epfd, events, max, wait_ts_left(&w, timeout, &left), m);
+    while (wait_cut_held(&w, r < 0))
+        r = epoll_pwait2_fn(epfd, events, max, wait_ts_left(&w, timeout, &left),
+                            wait_mask(&w, m));
+    wait_unhold(&w);
     return r;
 }

@@ -27,6 +27,11 @@ DECLARE(int, poll, struct pollfd *, nfds_t, int)
 DECLARE(int, select, int, fd_set *, fd_set *, fd_set *, struct timeval *)
 DECLARE(int, epoll_wait, int, struct epoll_event *, int, int)
 DECLARE(int, pause, void)
+DECLARE(int, ppoll, struct pollfd *, nfds_t, const struct timespec *, const sigset_t *)
+DECLARE(int, pselect, int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+        const sigset_t *)
+DECLARE(int, epoll_pwait, int, struct epoll_event *, int, int, const sigset_t *)
+DECLARE(int, sigsuspend, const sigset_t *)
 DECLARE(int, sem_wait, sem_t *)
 DECLARE(int, sem_timedwait, sem_t *, const struct timespec *)
 DECLARE(int, sem_clockwait, sem_t *, clockid_t, const struct timespec *)
@@ -40,6 +45,8 @@ extern void __chk_fail(void) __attribute__((noreturn));
 __attribute__((constructor)) static void find_real_functions(void) {
     void *all[] = {real_fn_nanosleep(), real_fn_clock_nanosleep(), real_fn_poll(),
                    real_fn_select(), real_fn_epoll_wait(), real_fn_pause(),
+                   real_fn_ppoll(), real_fn_pselect(), real_fn_epoll_pwait(),
+                   real_fn_sigsuspend(),
                    real_fn_sem_wait(), real_fn_sem_timedwait(), real_fn_sem_clockwait(),
                    real_fn_msgrcv(), real_fn_msgsnd(), real_fn_semop(), real_fn_semtimedop()};
     __asm__ volatile("" : : "r"(all) : "memory");
@@ -119,12 +126,24 @@ OSCAR_EXPORT int thrd_sleep(const struct timespec *duration, struct timespec *re
 
 /* ---- Waits for descriptors */
 
+/* ms milliseconds (< 0: forever) as ppoll's timeout, in *ts. */
+static const struct timespec *ms_ts(int ms, struct timespec *ts) {
+    if (ms < 0)
+        return NULL;
+    ts->tv_sec = ms / 1000;
+    ts->tv_nsec = (long)(ms % 1000) * 1000000;
+    return ts;
+}
+
+/* (Made again as ppoll, with the thread's mask: waits.h, wait_cut_held.) */
 OSCAR_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
     struct wait w;
+    struct timespec ts;
     wait_begin_ms(&w, timeout);
     int r = REAL(poll, fds, n, timeout);
-    while (wait_cut(&w, r < 0))
-        r = REAL(poll, fds, n, wait_ms_left(&w, timeout));
+    while (wait_cut_held(&w, r < 0))
+        r = REAL(ppoll, fds, n, ms_ts(wait_ms_left(&w, timeout), &ts), wait_mask(&w, NULL));
+    wait_unhold(&w);
     return r;
 }
 
@@ -135,8 +154,18 @@ OSCAR_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fd
     return poll(fds, n, timeout);
 }
 
+/* What is left of w's timeout ts, in *timeout (Linux writes what is left there). */
+static void left_tv(const struct wait *w, const struct timespec *ts, struct timeval *timeout) {
+    struct timespec left;
+    if (timeout && wait_ts_left(w, ts, &left) == &left)
+        *timeout = left.tv_nsec > 999999000
+                       ? (struct timeval){left.tv_sec + 1, 0}
+                       : (struct timeval){left.tv_sec, (left.tv_nsec + 999) / 1000};
+}
+
 /* The sets are as they were after EINTR; the timeval gets what is left from here (Linux
- * writes it there too, but as of the cut: the time parked would be waited again). */
+ * writes it there too, but as of the cut: the time parked would be waited again). Made
+ * again as pselect, with the thread's mask (waits.h, wait_cut_held). */
 OSCAR_EXPORT int select(int n, fd_set *r, fd_set *wr, fd_set *e, struct timeval *timeout) {
     struct wait w;
     struct timespec ts, left;
@@ -144,30 +173,40 @@ OSCAR_EXPORT int select(int n, fd_set *r, fd_set *wr, fd_set *e, struct timeval 
         ts = (struct timespec){timeout->tv_sec, timeout->tv_usec * 1000};
     wait_begin_ts(&w, timeout ? &ts : NULL);
     int res = REAL(select, n, r, wr, e, timeout);
-    while (wait_cut(&w, res < 0)) {
-        if (timeout && wait_ts_left(&w, &ts, &left) == &left)
-            *timeout = left.tv_nsec > 999999000
-                           ? (struct timeval){left.tv_sec + 1, 0}
-                           : (struct timeval){left.tv_sec, (left.tv_nsec + 999) / 1000};
-        res = REAL(select, n, r, wr, e, timeout);
+    bool again = false;
+    while (wait_cut_held(&w, res < 0)) {
+        again = true;
+        res = REAL(pselect, n, r, wr, e, timeout ? wait_ts_left(&w, &ts, &left) : NULL,
+                   wait_mask(&w, NULL));
     }
+    if (again)
+        left_tv(&w, &ts, timeout);
+    wait_unhold(&w);
     return res;
 }
 
+/* (Made again as epoll_pwait, with the thread's mask: waits.h, wait_cut_held.) */
 OSCAR_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max, int timeout) {
     struct wait w;
     wait_begin_ms(&w, timeout);
     int r = REAL(epoll_wait, epfd, events, max, timeout);
-    while (wait_cut(&w, r < 0))
-        r = REAL(epoll_wait, epfd, events, max, wait_ms_left(&w, timeout));
+    while (wait_cut_held(&w, r < 0))
+        r = REAL(epoll_pwait, epfd, events, max, wait_ms_left(&w, timeout),
+                 wait_mask(&w, NULL));
+    wait_unhold(&w);
     return r;
 }
 
 /* ---- Waits for a signal or a semaphore */
 
+/* (Made again as sigsuspend, with the thread's mask: waits.h, wait_cut_held.) */
 OSCAR_EXPORT int pause(void) {
-    int r;
-    WAIT_AGAIN(r, REAL(pause));
+    struct wait w;
+    wait_begin(&w);
+    int r = REAL(pause);
+    while (wait_cut_held(&w, r < 0))
+        r = w.held ? REAL(sigsuspend, &w.mask) : REAL(pause);
+    wait_unhold(&w);
     return r;
 }
 

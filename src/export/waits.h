@@ -24,16 +24,28 @@
  * msgrcv, msgsnd, semop, semtimedop always: export_io.c and export_waits.c call them again
  * the same way (wait_cut_socket).
  *
+ * A signal of the program's may come in the instant between the cut call's return and the
+ * next call, after the check: its handler runs there, and the call made again would go on
+ * waiting (poll with no timeout, for ever: waits_signal_in_retry). So the waits that have a
+ * variant that sets the signal mask as it starts (poll, select, epoll_wait, pause and the
+ * ones that take a mask: ppoll, pselect, epoll_pwait, epoll_pwait2, sigsuspend) hold the
+ * program's signals blocked from before the check (wait_cut_held) and are made again through
+ * that variant with the program's mask: a signal that came meanwhile is delivered as the call
+ * starts, which fails with EINTR, as under glibc.
+ *
  * Not covered (README, Limitations): the same calls made by a raw system call or inside libc
- * (its own internal calls do not come through these wrappers), and a signal of the program's
- * arriving in the instant between the cut call's return and the next call (then it went
- * unnoticed by the check, and the wait goes on until its deadline or its next event). */
+ * (its own internal calls do not come through these wrappers), and, for the waits with no
+ * such variant (the sleeps, sigtimedwait, sigwaitinfo, sem_wait and its kind, the socket and
+ * System V calls), a signal of the program's arriving in that instant: the call made again
+ * ends at its deadline, its next event or the next stop's cut, whichever comes first. */
 #ifndef OSCAR_EXPORT_WAITS_H
 #define OSCAR_EXPORT_WAITS_H
+#include "base/options.h"
 #include "os/os.h"
 #include "scan/world.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -48,6 +60,8 @@ struct wait {
     int errno_in;     /* errno on entry: what a wait that succeeds after a cut leaves */
     uint64_t deadline; /* CLOCK_MONOTONIC ns, for a relative timeout read here; 0: none */
     bool timed_out;    /* wait_cut_socket ended the call at its socket's timeout */
+    bool held;         /* wait_cut_held blocked the program's signals: mask is its mask */
+    sigset_t mask;
 };
 
 #define NS_PER_S 1000000000ull
@@ -59,6 +73,7 @@ static inline void wait_begin(struct wait *w) {
     w->errno_in = errno;
     w->deadline = 0;
     w->timed_out = false;
+    w->held = false;
 }
 
 /* ...with a timeout of ms milliseconds (poll, epoll_wait: < 0 forever, 0 no wait). */
@@ -89,6 +104,9 @@ static inline bool wait_cut_err(struct wait *w, int err) {
     if (now == w->cut || export_program_handlers_run != w->handlers)
         return false;
     w->cut = now;
+    uint64_t spin = (uint64_t)options_int(OPT_TEST_RETRY_SPIN_US) * 1000;
+    if (spin)
+        os_spin_ns(spin);
     world_call_begins(); /* (the caller calls again next) */
     return true;
 }
@@ -100,6 +118,37 @@ static inline bool wait_cut(struct wait *w, bool failed) {
         return false;
     errno = w->errno_in;
     return true;
+}
+
+/* ... for a call made again through a variant that sets the mask as it starts (the waits
+ * above): the program's signals (all but the park signal and the faults) are blocked before
+ * the check and stay blocked until wait_unhold; the caller makes the call again with
+ * wait_mask(w, the program's own mask for the call, or NULL). */
+static inline bool wait_cut_held(struct wait *w, bool failed) {
+    if (!failed || errno != EINTR)
+        return false;
+    if (!w->held) {
+        sigset_t all;
+        sigfillset(&all);
+        sigdelset(&all, SIGSEGV);
+        sigdelset(&all, SIGBUS);
+        world_unblockable(&all);
+        sigemptyset(&w->mask);
+        w->held = os_sigprocmask(SIG_BLOCK, &all, &w->mask) == 0;
+    }
+    return wait_cut(w, true);
+}
+
+/* The mask to make the call again with: the call's own (ppoll's...), else the thread's. */
+static inline const sigset_t *wait_mask(const struct wait *w, const sigset_t *own) {
+    return own || !w->held ? own : &w->mask;
+}
+
+/* Once the call is done: the thread's mask as it was (errno kept). */
+static inline void wait_unhold(struct wait *w) {
+    if (w->held)
+        os_sigprocmask(SIG_SETMASK, &w->mask, NULL);
+    w->held = false;
 }
 
 /* ... for a call on socket fd, cut short because the socket has a timeout (SO_SNDTIMEO for
