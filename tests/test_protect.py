@@ -739,7 +739,8 @@ def test_thread_leaving_the_park_handler_as_the_next_stop_asks_does_not_fail_mar
 @pytest.mark.parametrize("mark", ["stop", "concurrent"])
 def test_program_signal_as_a_cut_wait_is_made_again_ends_it(runner, mark):
     """The program's own SIGUSR1 sent to a thread in poll, ppoll, select, pselect, epoll_wait,
-    epoll_pwait (no timeout), pause or sigsuspend while marks keep cutting the wait short, in
+    epoll_pwait (no timeout), pause, sigsuspend or a sleep of 1000 s (nanosleep,
+    clock_nanosleep, sleep) while marks keep cutting the wait short, in
     the moment (widened to 3 ms: OSCAR_TEST_RETRY_SPIN_US) between the wrapper's look for a
     handler of the program's and the call made again: the wait ends with EINTR at that
     signal, as under glibc. Before, it went on (for ever, had no other signal come: the

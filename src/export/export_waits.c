@@ -58,19 +58,51 @@ __attribute__((constructor)) static void find_real_functions(void) {
 
 /* ---- Sleeps: the kernel says what is left (rem), even where the program passed none. */
 
+/* A sleep cut short with rem left (the kernel's word, as of the moment it stopped): when it
+ * ends (CLOCK_MONOTONIC ns), the time parked counted as slept (world_cut_at). */
+static uint64_t sleep_end(const struct timespec *rem) {
+    if (rem->tv_sec < 0 || rem->tv_nsec < 0)
+        return 0;
+    return world_cut_at() + (uint64_t)rem->tv_sec * NS_PER_S + (uint64_t)rem->tv_nsec;
+}
+
+/* The rest of a cut sleep, until end: ppoll with no descriptor and the thread's mask, with
+ * the program's signals held until it starts (waits.h, wait_cut_held), else nanosleep. 0 once
+ * slept (*out zero); -1 and EINTR, *out what is left, when a signal (a stop's or the
+ * program's: the caller's loop tells) ended it first. */
+static int sleep_rest(struct wait *w, uint64_t end, struct timespec *out) {
+    uint64_t now = os_monotonic_ns();
+    if (now >= end) {
+        out->tv_sec = out->tv_nsec = 0;
+        return 0;
+    }
+    struct timespec next;
+    ns_to_ts(end - now, &next);
+    if (!w->held)
+        return REAL(nanosleep, &next, out);
+    if (REAL(ppoll, NULL, 0, &next, &w->mask) == 0) {
+        out->tv_sec = out->tv_nsec = 0;
+        return 0;
+    }
+    int e = errno;
+    now = os_monotonic_ns();
+    ns_to_ts(now >= end ? 0 : end - now, out);
+    errno = e;
+    return -1;
+}
+
 OSCAR_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
     struct timespec left, *out = rem ? rem : &left;
     struct wait w;
     wait_begin(&w);
     int r = REAL(nanosleep, req, out);
-    while (wait_cut(&w, r != 0)) {
-        struct timespec next;
-        if (!wait_sleep_left(out, &next)) {
-            out->tv_sec = out->tv_nsec = 0;
-            return 0;
-        }
-        r = REAL(nanosleep, &next, out);
+    uint64_t end = 0;
+    while (wait_cut_held(&w, r != 0)) {
+        if (!end)
+            end = sleep_end(out);
+        r = sleep_rest(&w, end, out);
     }
+    wait_unhold(&w);
     return r;
 }
 
@@ -79,15 +111,34 @@ static bool cpu_clock(clockid_t clock) {
     return clock == CLOCK_PROCESS_CPUTIME_ID || clock == CLOCK_THREAD_CPUTIME_ID || clock < 0;
 }
 
+/* A relative sleep on CLOCK_MONOTONIC or CLOCK_REALTIME goes on as nanosleep's does (through
+ * ppoll, the program's signals held until it starts); the others with their own clock (an
+ * absolute deadline stays as it is; a CPU clock's time left is what the kernel said), where a
+ * signal of the program's that comes just as the sleep is made again ends it only at its
+ * deadline. errno is kept: clock_nanosleep returns its error. */
 OSCAR_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
                                  struct timespec *rem) {
     if (!real_fn_clock_nanosleep())
         return ENOSYS;
     bool absolute = flags & TIMER_ABSTIME;
+    bool as_ppoll = !absolute && (clock == CLOCK_MONOTONIC || clock == CLOCK_REALTIME);
     struct timespec left, *out = absolute || rem ? rem : &left;
     struct wait w;
     wait_begin(&w);
     int err = real_fn_clock_nanosleep()(clock, flags, req, out);
+    if (as_ppoll) {
+        uint64_t end = 0;
+        errno = err;
+        while (wait_cut_held(&w, err != 0)) {
+            if (!end)
+                end = sleep_end(out);
+            err = sleep_rest(&w, end, out) == 0 ? 0 : errno;
+            errno = err;
+        }
+        wait_unhold(&w);
+        errno = w.errno_in;
+        return err;
+    }
     while (wait_cut_err(&w, err)) {
         struct timespec next = absolute ? *req : *out;
         if (!absolute && !cpu_clock(clock) && !wait_sleep_left(out, &next)) {

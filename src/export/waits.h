@@ -27,17 +27,19 @@
  * A signal of the program's may come in the instant between the cut call's return and the
  * next call, after the check: its handler runs there, and the call made again would go on
  * waiting (poll with no timeout, for ever: waits_signal_in_retry). So the waits that have a
- * variant that sets the signal mask as it starts (poll, select, epoll_wait, pause and the
- * ones that take a mask: ppoll, pselect, epoll_pwait, epoll_pwait2, sigsuspend) hold the
- * program's signals blocked from before the check (wait_cut_held) and are made again through
- * that variant with the program's mask: a signal that came meanwhile is delivered as the call
- * starts, which fails with EINTR, as under glibc.
+ * variant that sets the signal mask as it starts (poll, select, epoll_wait, pause, the
+ * relative sleeps as ppoll with no descriptor, and the ones that take a mask: ppoll, pselect,
+ * epoll_pwait, epoll_pwait2, sigsuspend) hold the program's signals blocked from before the
+ * check (wait_cut_held) and are made again through that variant with the program's mask: a
+ * signal that came meanwhile is delivered as the call starts, which fails with EINTR, as
+ * under glibc.
  *
  * Not covered (README, Limitations): the same calls made by a raw system call or inside libc
  * (its own internal calls do not come through these wrappers), and, for the waits with no
- * such variant (the sleeps, sigtimedwait, sigwaitinfo, sem_wait and its kind, the socket and
- * System V calls), a signal of the program's arriving in that instant: the call made again
- * ends at its deadline, its next event or the next stop's cut, whichever comes first. */
+ * such variant (absolute and CPU-clock sleeps, sigtimedwait, sigwaitinfo, sem_wait and its
+ * kind, the socket and System V calls), a signal of the program's arriving in that instant:
+ * the call made again ends at its deadline, its next event or the next stop's cut, whichever
+ * comes first. */
 #ifndef OSCAR_EXPORT_WAITS_H
 #define OSCAR_EXPORT_WAITS_H
 #include "base/options.h"

@@ -1,5 +1,5 @@
 /* A thread waits without end (poll, ppoll, select, pselect, epoll_wait, epoll_pwait with no
- * timeout, pause, sigsuspend) until the program's own SIGUSR1 interrupts it, while the main thread
+ * timeout, pause, sigsuspend; nanosleep, clock_nanosleep and sleep for 1000 s) until the program's own SIGUSR1 interrupts it, while the main thread
  * allocates and frees (protect mode's marks stop the world again and again, cutting the wait
  * short: Oscar's wrapper calls it again), or with "fork" forks (every mode stops the world
  * for that). Under glibc each wait ends with EINTR at the first
@@ -26,9 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { POLL, PPOLL, SELECT, PSELECT, EPOLL, EPOLL_P, PAUSE, SIGSUSPEND, CALLS };
+enum { POLL, PPOLL, SELECT, PSELECT, EPOLL, EPOLL_P, PAUSE, SIGSUSPEND, NANOSLEEP, CLOCK_REL,
+       SLEEP, CALLS };
 static const char *const names[CALLS] = {"poll", "ppoll", "select", "pselect", "epoll_wait",
-                                         "epoll_pwait", "pause", "sigsuspend"};
+                                         "epoll_pwait", "pause", "sigsuspend", "nanosleep",
+                                         "clock_nanosleep", "sleep"};
 static atomic_int waiting = -1, ended = -1;
 static pthread_t waiter_thread;
 static int epfd, forking;
@@ -51,6 +53,19 @@ static int wait_forever(int call) {
     case EPOLL: return epoll_wait(epfd, &ev, 1, -1);
     case EPOLL_P: return epoll_pwait(epfd, &ev, 1, -1, NULL);
     case PAUSE: return pause();
+    case NANOSLEEP: {
+        struct timespec ts = {1000, 0}, rem;
+        int r = nanosleep(&ts, &rem);
+        if (r < 0 && (rem.tv_sec < 900 || rem.tv_sec > 1000))
+            printf("nanosleep's rem %ld\n", (long)rem.tv_sec);
+        return r;
+    }
+    case CLOCK_REL: {
+        struct timespec ts = {1000, 0};
+        int err = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+        return err ? (errno = err, -1) : 0;
+    }
+    case SLEEP: return sleep(1000) ? (errno = EINTR, -1) : 0;
     default: {
         sigset_t none;
         sigemptyset(&none);
