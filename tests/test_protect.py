@@ -751,7 +751,7 @@ def test_program_signal_as_a_cut_wait_is_made_again_ends_it(runner, mark):
     assert_same_output(res, expected)
 
 
-@pytest.mark.parametrize("mark", ["stop", "concurrent"] + (["snapshot"] if "snapshot" in MARKS else []))
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
 def test_timed_socket_calls_go_on_across_marks(runner, tmp_path, mark):
     """A thread in socket calls on sockets with a timeout (SO_RCVTIMEO: read, readv, recv,
     recvfrom, recvmsg, recvmmsg, accept, accept4; SO_SNDTIMEO on a full socket or listener:

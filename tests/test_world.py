@@ -62,7 +62,7 @@ def test_waits_go_on_across_the_stops_of_forks(runner, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_program_signal_as_a_wait_cut_by_a_forks_stop_is_made_again_ends_it(runner, mode):
+def test_program_signal_ends_a_wait_made_again_across_the_stops_of_forks(runner, mode):
     """As test_protect.py's test of the same name, with the stops of forks (every mode): the
     program's SIGUSR1 in the moment before a cut wait is made again still ends it."""
     expected = runner.glibc_once("waits_signal_in_retry", "fork")

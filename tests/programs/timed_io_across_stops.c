@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROUNDS 3
+#define ROUNDS 2
 #define WAIT_MS 30
 
 static atomic_int done, phase;
