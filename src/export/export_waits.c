@@ -58,14 +58,6 @@ __attribute__((constructor)) static void find_real_functions(void) {
 
 /* ---- Sleeps: the kernel says what is left (rem), even where the program passed none. */
 
-/* A sleep cut short with rem left (the kernel's word, as of the moment it stopped): when it
- * ends (CLOCK_MONOTONIC ns), the time parked counted as slept (world_cut_at). */
-static uint64_t sleep_end(const struct timespec *rem) {
-    if (rem->tv_sec < 0 || rem->tv_nsec < 0)
-        return 0;
-    return world_cut_at() + (uint64_t)rem->tv_sec * NS_PER_S + (uint64_t)rem->tv_nsec;
-}
-
 /* The rest of a cut sleep, until end: ppoll with no descriptor and the thread's mask, with
  * the program's signals held until it starts (waits.h, wait_cut_held), else nanosleep. 0 once
  * slept (*out zero); -1 and EINTR, *out what is left, when a signal (a stop's or the
@@ -99,7 +91,7 @@ OSCAR_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
     uint64_t end = 0;
     while (wait_cut_held(&w, r != 0)) {
         if (!end)
-            end = sleep_end(out);
+            end = wait_sleep_end(out);
         r = sleep_rest(&w, end, out);
     }
     wait_unhold(&w);
@@ -131,7 +123,7 @@ OSCAR_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timesp
         errno = err;
         while (wait_cut_held(&w, err != 0)) {
             if (!end)
-                end = sleep_end(out);
+                end = wait_sleep_end(out);
             err = sleep_rest(&w, end, out) == 0 ? 0 : errno;
             errno = err;
         }

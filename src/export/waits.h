@@ -224,15 +224,20 @@ static inline const struct timespec *wait_ts_left(const struct wait *w, const st
     return left;
 }
 
-/* A sleep cut short with `rem` left (the kernel's word, as of the moment it stopped): what
- * is left of it now, the time parked counted as slept (world_cut_at), in *left; false when
- * nothing is. */
-static inline bool wait_sleep_left(const struct timespec *rem, struct timespec *left) {
+/* A sleep cut short with rem left (the kernel's word, as of the moment it stopped): when it
+ * ends (CLOCK_MONOTONIC ns), the time parked counted as slept (world_cut_at); 0 for a rem
+ * that says nothing. */
+static inline uint64_t wait_sleep_end(const struct timespec *rem) {
     if (rem->tv_sec < 0 || rem->tv_nsec < 0)
-        return false;
-    uint64_t end = world_cut_at() + (uint64_t)rem->tv_sec * NS_PER_S + (uint64_t)rem->tv_nsec;
+        return 0;
+    return world_cut_at() + (uint64_t)rem->tv_sec * NS_PER_S + (uint64_t)rem->tv_nsec;
+}
+
+/* ... what is left of it now, in *left; false when nothing is. */
+static inline bool wait_sleep_left(const struct timespec *rem, struct timespec *left) {
+    uint64_t end = wait_sleep_end(rem);
     uint64_t now = os_monotonic_ns();
-    if (now >= end)
+    if (!end || now >= end)
         return false;
     ns_to_ts(end - now, left);
     return true;

@@ -572,6 +572,12 @@ static int read_stream(int fd, bool pipe, long pending, int kind) {
     return err;
 }
 
+/* Does fd hold something unread? pending: the kernel's count (FIONREAD). A datagram socket
+ * counts its first datagram's bytes: 0 for an empty one, and a pointer may lie in the next. */
+static bool unread(int fd, int pending, int kind) {
+    return pending > 0 || (kind == KIND_DGRAM && (poll_now(fd) & POLLIN));
+}
+
 /* What noted stream fd (its inode ino, its KIND_*) holds unread. 0, -ESTALE (closed, or
  * another file's now: forget it) or -errno. */
 static int stream_pending(int fd, uint64_t ino, int kind) {
@@ -579,9 +585,7 @@ static int stream_pending(int fd, uint64_t ino, int kind) {
     long r = os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0);
     if (r < 0)
         return r == -EBADF || r == -ENOTTY || r == -EINVAL ? -ESTALE : (int)r;
-    /* (A datagram socket counts its first datagram's bytes: 0 for an empty one, and a
-     * pointer may lie in the next.) */
-    if (pending <= 0 && (kind != KIND_DGRAM || !(poll_now(fd) & POLLIN)))
+    if (!unread(fd, pending, kind))
         return 0;
     struct stat st;
     if (os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 || (uint64_t)st.st_ino != ino ||
@@ -601,16 +605,12 @@ static int any_stream(int fd, void *arg) {
         os_syscall(SYS_ioctl, fd, FIONREAD, (long)&pending, 0, 0) < 0)
         return 0;
     int kind = S_ISSOCK(st.st_mode) ? kind_of(fd) : KIND_STREAM;
-    if (pending <= 0 && (kind != KIND_DGRAM || !(poll_now(fd) & POLLIN)))
+    if (!unread(fd, pending, kind))
         return 0;
     if (S_ISFIFO(st.st_mode) &&
         (os_syscall(SYS_fcntl, fd, F_GETFL, 0, 0, 0) & O_ACCMODE) == O_WRONLY)
         return 0;
-    int domain = 0;
-    socklen_t len = sizeof domain;
-    if (S_ISSOCK(st.st_mode) &&
-        (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, (long)&domain, (long)&len) < 0 ||
-         domain != AF_UNIX))
+    if (S_ISSOCK(st.st_mode) && os_socket_domain(fd) != AF_UNIX)
         return 0;
     return read_stream(fd, S_ISFIFO(st.st_mode), pending, kind);
 }
