@@ -14,6 +14,7 @@
  * 1"). */
 #define _GNU_SOURCE
 #include "common.h"
+#include "stops_common.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -37,17 +38,11 @@
 static atomic_int done, phase;
 static volatile sig_atomic_t usr1;
 static pthread_t waiter_thread;
-static int interrupt, forking, semid = -1, msgid = -1;
+static int interrupt, semid = -1, msgid = -1;
 
 static void on_usr1(int sig) {
     (void)sig;
     usr1++;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 enum { READ, READV, RECV, RECVFROM, RECVMSG, RECVMMSG, ACCEPT, ACCEPT4, WRITE, WRITEV, SEND,
@@ -203,24 +198,6 @@ static void *waiter(void *arg) {
     }
     atomic_store(&done, 1);
     return NULL;
-}
-
-/* What the main thread does meanwhile: allocate and free (protect mode's marks stop the
- * world), or with "fork" fork a child that exits at once. */
-static void busy(void) {
-    if (forking) {
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(0);
-        if (pid > 0)
-            waitpid(pid, NULL, 0);
-        return;
-    }
-    void *volatile p[16];
-    for (int k = 0; k < 16; k++)
-        p[k] = malloc(32 + 16 * k);
-    for (int k = 0; k < 16; k++)
-        free(p[k]);
 }
 
 /* Once the waiter reached phase `at`: `n` wakes of kind `how` (0 a semaphore post, 1 a

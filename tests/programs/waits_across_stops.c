@@ -13,6 +13,7 @@
  * instead of allocating: every mode stops the world for that. */
 #define _GNU_SOURCE
 #include "common.h"
+#include "stops_common.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -35,17 +36,11 @@ static atomic_int done, phase;
 static volatile sig_atomic_t usr1;
 static sem_t sem;
 static pthread_t waiter_thread;
-static int interrupt, forking;
+static int interrupt;
 
 static void on_usr1(int sig) {
     (void)sig;
     usr1++;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 enum { USLEEP, SLEEP, NANOSLEEP, THRD_SLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT,
@@ -172,25 +167,6 @@ static void *waiter(void *arg) {
     }
     atomic_store(&done, 1);
     return NULL;
-}
-
-/* What the main thread does meanwhile: allocate and free (protect mode's marks stop the
- * world), or with "fork" fork a child that exits at once (every mode stops the world around
- * a fork of a program with threads). */
-static void busy(void) {
-    if (forking) {
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(0);
-        if (pid > 0)
-            waitpid(pid, NULL, 0);
-        return;
-    }
-    void *volatile p[16];
-    for (int k = 0; k < 16; k++)
-        p[k] = malloc(32 + 16 * k);
-    for (int k = 0; k < 16; k++)
-        free(p[k]);
 }
 
 /* Send `n` SIGUSR1 (or sem posts) once the waiter has reached phase `at`, 100 ms apart. */

@@ -12,6 +12,7 @@
  * ended with EINTR ("eintr_<call> 1"). */
 #define _GNU_SOURCE
 #include "common.h"
+#include "stops_common.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -33,15 +34,9 @@ static const char *const names[CALLS] = {"poll", "ppoll", "select", "pselect", "
                                          "clock_nanosleep", "sleep"};
 static atomic_int waiting = -1, ended = -1;
 static pthread_t waiter_thread;
-static int epfd, forking;
+static int epfd;
 
 static void on_usr1(int sig) { (void)sig; }
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static int wait_forever(int call) {
     struct epoll_event ev;
@@ -85,22 +80,6 @@ static void *waiter(void *arg) {
         atomic_store(&ended, call);
     }
     return NULL;
-}
-
-static void busy(void) {
-    if (forking) {
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(0);
-        if (pid > 0)
-            waitpid(pid, NULL, 0);
-        return;
-    }
-    void *volatile p[16];
-    for (int k = 0; k < 16; k++)
-        p[k] = malloc(32 + 16 * k);
-    for (int k = 0; k < 16; k++)
-        free(p[k]);
 }
 
 static void busy_for(double secs) {
