@@ -14,6 +14,9 @@
 #include "base/options.h"
 #include "os/os.h"
 #include "os/nopark.h"
+#include "os/filters.h"
+#include "base/messages.h"
+#include "base/fmt.h"
 #include "heap/packed.h"
 #include "heap/deferred.h"
 #include "heap/reclaim.h"
@@ -41,6 +44,19 @@ static struct {
     bool check_kind, check_size;
 } alloc_state = {.init_lock = OSCAR_LOCK_INIT(INIT)};
 
+/* os/filters.h's hook: the first call of Oscar's that the program's seccomp filter would
+ * have killed for (any thread, any lock held: formats on the stack and writes). */
+static void warn_filter_refused(long nr) {
+    char buf[512];
+    struct fmt f = FMT_INIT(buf);
+    msg_start(&f, MSG_SECCOMP_REFUSED);
+    fmt_i64(&f, nr);
+    fmt_str(&f, ": Oscar goes on without it and without every later call the filter would "
+                "stop (protect mode: freed memory is handed out again only by marks that can "
+                "still run)\n");
+    fmt_flush(&f, 2);
+}
+
 /* Runs on the first allocation of the process (often inside ld.so or libc start-up), so it
  * uses only system calls: nothing here may call malloc. */
 void oscar_init(void) {
@@ -53,6 +69,7 @@ void oscar_init(void) {
     }
     atomic_store(&oscar_init_state, 1);
     options_init(environ);
+    os_filters_refused_hook = warn_filter_refused;
     world_test_park_spin_ns = (uint64_t)options_int(OPT_TEST_PARK_SPIN_US) * 1000;
     if (protect_select()) { /* OSCAR_MODE=protect: its own heap, none of the structures below */
         protect_reports_init();

@@ -1,6 +1,7 @@
 /* ownthread: see ownthread.h. */
 #define _GNU_SOURCE
 #include "os/ownthread.h"
+#include "os/filters.h"
 #include "os/os.h"
 
 #include <errno.h>
@@ -57,6 +58,10 @@ static struct start *claim(void *(*fn)(void *), void *arg, const char *name) {
 
 int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
                     const sigset_t *open, const char *name) {
+    /* libc makes the thread with calls of its own (clone3, mmap, rseq...), past os.c: once
+     * the program has a seccomp filter, which may kill for any of them, Oscar makes none. */
+    if (atomic_load_explicit(&os_filters_on, memory_order_acquire))
+        return EPERM;
     int saved = errno;
     pthread_attr_t attr;
     int err = pthread_attr_init(&attr);

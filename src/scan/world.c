@@ -501,11 +501,14 @@ static long ask(int pid, long self, long tid) {
     if (!s)
         return -EAGAIN;
     atomic_fetch_add(&world_state.nexpect, 1);
-    if (os_send_request(pid, tid, world_state.sig, world_state.cookie) == ESRCH) {
+    int err = os_send_request(pid, tid, world_state.sig, world_state.cookie);
+    if (err == ESRCH || err == EPERM) {
         atomic_store(&s->state, SLOT_GONE);
         atomic_fetch_sub(&world_state.nexpect, 1);
     }
-    return 1;
+    /* EPERM: the program's seccomp filter would kill for the request (os/filters.h), so no
+     * thread can be asked: the stop fails now rather than at its deadline. */
+    return err == EPERM ? -EPERM : 1;
 }
 
 /* /proc/self/task, opened for a stop; its identity, to tell it from a descriptor of the

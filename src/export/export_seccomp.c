@@ -1,0 +1,73 @@
+/* export_seccomp: the two ways libc offers to install a seccomp filter, prctl(PR_SET_SECCOMP)
+ * and syscall(SYS_seccomp) (libseccomp's seccomp_load uses the second, then the first), so
+ * that Oscar's own system calls obey the filter from then on (os/filters.h): a sandbox written
+ * for the program must not kill it for a call of Oscar's. libc's functions do the work; their
+ * answer and errno are the program's. Every other prctl and syscall goes straight on. */
+#define _GNU_SOURCE
+#include "base/core.h"
+#include "export/real.h"
+#include "os/filters.h"
+
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+DECLARE(int, prctl, int, unsigned long, unsigned long, unsigned long, unsigned long)
+DECLARE(long, syscall, long, long, long, long, long, long, long)
+
+__attribute__((constructor)) static void find_real_seccomp(void) {
+    (void)real_fn_prctl();
+    (void)real_fn_syscall();
+}
+
+/* A filter (or strict mode) the program is about to install: noted first, so that no call of
+ * Oscar's slips past it. */
+static int before(bool strict, unsigned long fprog) {
+    return os_filter_add((const void *)fprog, strict);
+}
+
+static void after(int h, bool ok) {
+    int saved = errno;
+    os_filter_done(h, ok);
+    errno = saved;
+}
+
+OSCAR_EXPORT int prctl(int option, ...) {
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+    unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+    va_end(ap);
+    if (!real_fn_prctl()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (option != PR_SET_SECCOMP || (a2 != SECCOMP_MODE_STRICT && a2 != SECCOMP_MODE_FILTER))
+        return real_fn_prctl()(option, a2, a3, a4, a5);
+    int h = before(a2 == SECCOMP_MODE_STRICT, a3);
+    int r = real_fn_prctl()(option, a2, a3, a4, a5);
+    after(h, r == 0);
+    return r;
+}
+
+OSCAR_EXPORT long syscall(long n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+    va_end(ap);
+    if (!real_fn_syscall()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (n != SYS_seccomp || (a != SECCOMP_SET_MODE_STRICT && a != SECCOMP_SET_MODE_FILTER))
+        return real_fn_syscall()(n, a, b, c, d, e, f);
+    int h = before(a == SECCOMP_SET_MODE_STRICT, (unsigned long)c);
+    long r = real_fn_syscall()(n, a, b, c, d, e, f);
+    /* (with SECCOMP_FILTER_FLAG_NEW_LISTENER the answer is a descriptor; with TSYNC a failure
+     * may be a thread's id) */
+    after(h, (b & SECCOMP_FILTER_FLAG_NEW_LISTENER) ? r >= 0 : r == 0);
+    return r;
+}
