@@ -215,6 +215,8 @@ static bool allowed(long nr, const long args[6]) {
            worst == action(SECCOMP_RET_ERRNO);
 }
 
+bool os_filters_would_allow(long nr, const long args[6]) { return allowed(nr, args); }
+
 bool os_filters_allow(long nr, const long args[6]) {
     if (allowed(nr, args))
         return true;

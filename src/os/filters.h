@@ -42,6 +42,10 @@ void os_filter_done(int h, bool ok);
  * set once (the first such call number, for the warning). */
 bool os_filters_allow(long nr, const long args[6]);
 
+/* The same question, asked ahead (no warning): may Oscar start something that makes these
+ * calls itself, past os.c (libc's pthread_create)? */
+bool os_filters_would_allow(long nr, const long args[6]);
+
 /* Called once, at the first call refused (set by an upper layer at init: it warns). */
 extern void (*os_filters_refused_hook)(long nr);
 #endif

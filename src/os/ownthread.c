@@ -56,11 +56,25 @@ static struct start *claim(void *(*fn)(void *), void *arg, const char *name) {
     return NULL;
 }
 
+/* libc makes a thread with calls of its own, past os.c (the stack is Oscar's, so no mmap):
+ * once the program has a seccomp filter, Oscar starts one only if no filter would kill for
+ * any of them (one may fail with an errno: pthread_create then fails, or glibc falls back
+ * from clone3 to clone). */
+static bool threads_allowed(void) {
+    static const long none[6];
+    const long clone_thread[6] = {0x3d0f00 /* glibc's flags for a thread */, 0, 0, 0, 0, 0};
+    static const long calls[] = {SYS_rt_sigprocmask, SYS_clone3, SYS_set_robust_list,
+                                 SYS_rseq,           SYS_futex,  SYS_madvise,
+                                 SYS_exit};
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+        if (!os_filters_would_allow(calls[i], none))
+            return false;
+    return os_filters_would_allow(SYS_clone, clone_thread);
+}
+
 int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
                     const sigset_t *open, const char *name) {
-    /* libc makes the thread with calls of its own (clone3, mmap, rseq...), past os.c: once
-     * the program has a seccomp filter, which may kill for any of them, Oscar makes none. */
-    if (atomic_load_explicit(&os_filters_on, memory_order_acquire))
+    if (atomic_load_explicit(&os_filters_on, memory_order_acquire) && !threads_allowed())
         return EPERM;
     int saved = errno;
     pthread_attr_t attr;
