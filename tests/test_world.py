@@ -8,6 +8,7 @@ the signal defects: raise(SIGSEGV) kills (9), every way to install a SIGSEGV han
 use-after-free report (10), a 4 KiB alternate signal stack still gets the whole report (11),
 and a fault signal is refused as OSCAR_STATS_SIGNAL (12)."""
 
+import json
 import re
 import signal
 
@@ -184,3 +185,22 @@ def test_fault_signal_refused_as_stats_signal(runner, sig):
                      "its handler the faulting instruction runs again); using default 0" % sig], \
         res.describe()
     assert res.seconds < 10, res.describe()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stops_past_rlimit_sigpending(runner, mode, tmp_path):
+    """RLIMIT_SIGPENDING at 0: the kernel delivers a stop's park request (SIGPWR sent with a
+    value) without its siginfo, and the park handler took it for the program's SIGPWR, whose
+    default action killed the process at the first stop, in every mode (sigpending_limit).
+    Now every stop parks the waiting thread, and the program's own SIGPWR still reaches its
+    handler."""
+    expected = runner.glibc_once("sigpending_limit")
+    assert expected.stdout.endswith("done\n"), expected.describe()
+    env = {"OSCAR_MODE": mode, "OSCAR_STATS_FILE": str(tmp_path / "s.json")}
+    if mode == "protect":
+        env.update(OSCAR_QUARANTINE_FLOOR_KIB="64", OSCAR_SAMPLE_RATE="0")
+    res = runner.oscar("sigpending_limit", env=env, timeout=120)
+    assert_same_output(res, expected)
+    if mode == "protect":
+        s = json.loads((tmp_path / "s.json").read_text())
+        assert s["scan_rounds"] > 10 and s["scan_skipped"] == 0, s

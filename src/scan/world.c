@@ -277,6 +277,20 @@ static void park(struct slot *s, ucontext_t *uc) {
         os_spin_ns(world_test_park_spin_ns); /* (resumed, still in the handler: its mask) */
 }
 
+/* A delivery whose siginfo the kernel dropped: past RLIMIT_SIGPENDING it still delivers a
+ * standard signal sent with a value, but as from kill() by no one (SI_USER, pid and uid 0),
+ * and our request's cookie is gone (sigpending_limit: every stop killed the program, its
+ * SIGPWR's default action). Taken for our request while this thread is asked by the stop in
+ * progress; then a SIGPWR of the program's whose siginfo was dropped too merges into it, as
+ * any does with a request pending (the known gap of a standard signal). */
+static bool info_lost_request(const siginfo_t *si) {
+    if (si->si_code != SI_USER || si->si_pid != 0 || si->si_uid != 0 ||
+        !atomic_load_explicit(&world_state.stopping, memory_order_acquire))
+        return false;
+    struct slot *s = lookup((int32_t)os_gettid());
+    return s && atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_ASKED;
+}
+
 /* One delivery of the park signal may carry a request of ours, a signal of the program's, or
  * both (the kernel merged them): it answers each.
  * After a park, the thread takes what came while it was parked (the park handler blocks every
@@ -291,7 +305,7 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
     bool program = false, parked = false;
     siginfo_t program_si, taken;
     for (;;) {
-        bool ours = os_is_request(si, world_state.cookie);
+        bool ours = os_is_request(si, world_state.cookie) || info_lost_request(si);
         if (!ours) {
             if (!program)
                 program_si = *si;
