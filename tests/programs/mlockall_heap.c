@@ -1,0 +1,63 @@
+/* A program that locks its memory against swapping (mlockall(MCL_CURRENT | MCL_FUTURE), as
+ * key agents and real-time programs do), then allocates and frees. Under glibc the process
+ * stays a few MiB; each of Oscar's modes made every page of its reservations resident (the
+ * kernel populates a locked mapping), and the OOM killer ended the program after ~24 GB
+ * (export/export_mlock.c). To keep that bounded should it come back, the program first
+ * re-executes itself under an RLIMIT_AS of 8 GiB (Oscar then reserves less), and it prints
+ * whether its resident memory stayed under 256 MiB. Needs CAP_IPC_LOCK or an RLIMIT_MEMLOCK
+ * above the process's size (else mlockall fails under both: "mlockall: ENOMEM").
+ *
+ * usage: mlockall_heap */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static long resident_kib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    if (!getenv("MLOCKALL_HEAP_LIMITED")) {
+        struct rlimit as = {8UL << 30, 8UL << 30};
+        setenv("MLOCKALL_HEAP_LIMITED", "1", 1);
+        if (setrlimit(RLIMIT_AS, &as) != 0 || execv("/proc/self/exe", argv) != 0) {
+            perror("setrlimit, execv");
+            return 2;
+        }
+    }
+    int r = mlockall(MCL_CURRENT | MCL_FUTURE);
+    printf("mlockall: %s\n", r == 0 ? "0" : errno == ENOMEM ? "ENOMEM" : "failed");
+    unsigned long sum = 0;
+    static char *table[256];
+    for (int i = 0; i < 100000; i++) {
+        unsigned k = (unsigned)i * 2654435761u % 256;
+        free(table[k]);
+        table[k] = malloc(16 + (size_t)(i % 1000));
+        if (!table[k])
+            return 1;
+        memset(table[k], i & 0x7f, 16);
+        sum += (unsigned char)table[k][3];
+    }
+    for (int k = 0; k < 256; k++)
+        free(table[k]);
+    long kib = resident_kib();
+    printf("sum %lu\nresident under 256 MiB: %s\n", sum, kib >= 0 && kib < (256 << 10) ? "yes" : "no");
+    if (r == 0)
+        munlockall();
+    printf("done\n");
+    return 0;
+}
