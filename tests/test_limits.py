@@ -313,6 +313,6 @@ def test_mlockall_does_not_make_reservations_resident(runner, mode):
     if os.geteuid() != 0 and resource.getrlimit(resource.RLIMIT_MEMLOCK)[0] < (64 << 20):
         pytest.skip("mlockall needs CAP_IPC_LOCK or RLIMIT_MEMLOCK above the process's size")
     expected = runner.glibc_once("mlockall_heap")
-    assert "resident under 256 MiB: yes" in expected.stdout, expected.describe()
+    assert "peak resident under 256 MiB: yes" in expected.stdout, expected.describe()
     res = runner.oscar("mlockall_heap", env={"OSCAR_MODE": mode}, timeout=120)
     assert_same_output(res, expected, allowed_warnings=(AS_WARNING, USED_UP))

@@ -4,11 +4,13 @@
  * kernel populates a locked mapping), and the OOM killer ended the program after ~24 GB
  * (export/export_mlock.c). To keep that bounded should it come back, the program first
  * re-executes itself under an RLIMIT_AS of 8 GiB (Oscar then reserves less), and it prints
- * whether its resident memory stayed under 256 MiB. Needs CAP_IPC_LOCK or an RLIMIT_MEMLOCK
+ * whether its peak resident memory stayed under 256 MiB. Needs CAP_IPC_LOCK or an RLIMIT_MEMLOCK
  * above the process's size (else mlockall fails under both: "mlockall: ENOMEM").
  *
  * usage: mlockall_heap */
 #define _GNU_SOURCE
+#include "common.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,18 +18,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-static long resident_kib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib;
-}
 
 int main(int argc, char **argv) {
     (void)argc;
@@ -54,8 +44,8 @@ int main(int argc, char **argv) {
     }
     for (int k = 0; k < 256; k++)
         free(table[k]);
-    long kib = resident_kib();
-    printf("sum %lu\nresident under 256 MiB: %s\n", sum, kib >= 0 && kib < (256 << 10) ? "yes" : "no");
+    long kib = peak_rss_kib();
+    printf("sum %lu\npeak resident under 256 MiB: %s\n", sum, kib >= 0 && kib < (256 << 10) ? "yes" : "no");
     if (r == 0)
         munlockall();
     printf("done\n");
