@@ -316,3 +316,24 @@ def test_mlockall_does_not_make_reservations_resident(runner, mode):
     assert "peak resident under 256 MiB: yes" in expected.stdout, expected.describe()
     res = runner.oscar("mlockall_heap", env={"OSCAR_MODE": mode}, timeout=120)
     assert_same_output(res, expected, allowed_warnings=(AS_WARNING, USED_UP))
+
+
+DATA_WARNING = (r"oscar: warning: RLIMIT_DATA is \d+ MiB: the heap's address space is \d+ MiB "
+                r"\(OSCAR_VA_GIB=\d+ GiB asked\); addresses of freed objects are handed out again "
+                r"once it is used up")
+
+
+@pytest.mark.parametrize("mode", ["strict", "fast", "protect"])
+@pytest.mark.parametrize("kib", [1000000, 250000])
+def test_data_limit(runner, mode, kib):
+    """Under `ulimit -d` (RLIMIT_DATA counts every private writable mapping, reserved or
+    touched) every program died at its first malloc: "cannot create the canonical heap" or
+    "cannot reserve the heap", errno 12. Now Oscar's per-page metadata is sized to the limit
+    (strict and fast mode say so once): programs start, allocate and fork as under glibc."""
+    prog = str(runner.program("limits_shapes"))
+    script = "ulimit -d %d; exec %s work" % (kib, prog)
+    expected = runner.glibc(["bash", "-c", script])
+    res = runner.oscar(["bash", "-c", script], env={"OSCAR_MODE": mode})
+    assert_same_output(res, expected, allowed_warnings=[DATA_WARNING, USED_UP])
+    if mode != "protect":
+        assert [l for l in res.oscar_lines() if re.fullmatch(DATA_WARNING, l)], res.describe()

@@ -140,12 +140,25 @@ static int threads_init(void);
 /* ---------------------------------------------------------------------------------------
  * Init. */
 
-/* The heap's size: OSCAR_PROTECT_HEAP_GIB, at most half of a finite RLIMIT_AS. */
+#define TC_BYTES (64UL << 20) /* the thread caches' reservation */
+
+/* The heap's size: OSCAR_PROTECT_HEAP_GIB, at most half of a finite RLIMIT_AS, and with its
+ * metadata (read-write, private: a finite RLIMIT_DATA counts all of it, touched or not; a
+ * `ulimit -d` of 1 GB made every program fail at its first malloc) at most a quarter of a
+ * finite RLIMIT_DATA. */
 static size_t heap_bytes(void) {
     size_t want = (size_t)options_int(OPT_PROTECT_HEAP_GIB) << 30;
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 < want)
         want = (size_t)(rl.rlim_cur / 2) & ~(PH_PAGE - 1);
+    if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        /* per heap page: its descriptor, its block, and two words of the mark's filter per KiB */
+        size_t per_page = sizeof(struct ph_page) + sizeof(struct ph_meta) + 2 * PH_PAGE / 128;
+        size_t room = rl.rlim_cur / 4 > TC_BYTES ? rl.rlim_cur / 4 - TC_BYTES : 0;
+        size_t cap = room / per_page << PH_PAGE_SHIFT;
+        if (cap < want)
+            want = cap < (64UL << 20) ? (64UL << 20) : cap;
+    }
     return want;
 }
 
@@ -174,7 +187,7 @@ int protect_heap_init(void) {
     size_t npages = bytes >> PH_PAGE_SHIFT;
     size_t desc = align_up(npages * sizeof(struct ph_page), OSCAR_PAGE);
     size_t meta = npages * sizeof(struct ph_meta);
-    size_t tcs = 64UL << 20;
+    size_t tcs = TC_BYTES;
     size_t cand = bytes / (16 * 8);
     char *m = os_alloc_meta(desc + meta + tcs + 2 * cand, &err);
     if (!m)

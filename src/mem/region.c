@@ -53,10 +53,10 @@ uint64_t region_as_budget(void) { return region_state.as_budget; }
 #define MIN_REGION (64UL << 20)
 #define HUGE_ALIGN (2UL << 20)
 
-static void warn_as_limit(uint64_t limit, size_t size) {
+static void warn_as_limit(enum msg_id id, uint64_t limit, size_t size) {
     char buf[400];
     struct fmt f = FMT_INIT(buf);
-    msg_start(&f, MSG_AS_LIMIT);
+    msg_start(&f, id);
     fmt_i64(&f, (int64_t)(limit >> 20));
     fmt_str(&f, " MiB: the heap's address space is ");
     fmt_i64(&f, (int64_t)(size >> 20));
@@ -81,6 +81,20 @@ int region_init(void) {
         if (size > cap) {
             size = cap < MIN_REGION ? MIN_REGION : cap;
             limited = true;
+        }
+    }
+    /* A finite RLIMIT_DATA counts every private read-write mapping, touched or not: the
+     * region's page table (8 bytes a page) and the other per-page metadata sized from the
+     * region (stack records, entries) get an eighth of it. */
+    uint64_t data;
+    enum msg_id said = MSG_AS_LIMIT;
+    if (os_rlimit(RLIMIT_DATA, &data) == 0 && data != UINT64_MAX) {
+        size_t cap = (size_t)(data / 8 / 16 * OSCAR_PAGE) & ~(HUGE_ALIGN - 1);
+        if (size > cap) {
+            size = cap < MIN_REGION ? MIN_REGION : cap;
+            limited = true;
+            said = MSG_DATA_LIMIT;
+            limit = data;
         }
     }
     int err = 0;
@@ -121,7 +135,7 @@ int region_init(void) {
         atomic_store(&oscar_region.bump, oscar_region.base);
         atomic_store(&region_state.region_top, oscar_region.end);
         if (limited)
-            warn_as_limit(limit, size);
+            warn_as_limit(said, limit, size);
         return 0;
     }
     return err ? err : 12;
