@@ -224,7 +224,14 @@ int os_guard(void *addr, size_t len) {
 
 int os_drop(void *addr, size_t len) {
     os_count(OS_CALL_MADVISE);
-    return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_DONTNEED, 0, 0, 0));
+    int err = err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_DONTNEED, 0, 0, 0));
+    /* Locked pages (the program called mlockall with MCL_FUTURE: Oscar's new mappings are
+     * locked too) refuse MADV_DONTNEED; MADV_DONTNEED_LOCKED (Linux 5.18) drops them, and
+     * without it strict mode's freed pages stayed, its region filled (mlockall_heap). */
+    if (err == EINVAL)
+        err = err_of(sys6(SYS_madvise, (long)addr, (long)len, 24 /* MADV_DONTNEED_LOCKED */,
+                          0, 0, 0));
+    return err;
 }
 
 int os_drop_ranges(const struct iovec *ranges, unsigned n) {

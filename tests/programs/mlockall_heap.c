@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
     printf("mlockall: %s\n", r == 0 ? "0" : errno == ENOMEM ? "ENOMEM" : "failed");
     unsigned long sum = 0;
     static char *table[256];
-    for (int i = 0; i < 100000; i++) {
+    for (int i = 0; i < 30000; i++) {
         unsigned k = (unsigned)i * 2654435761u % 256;
         free(table[k]);
         table[k] = malloc(16 + (size_t)(i % 1000));
