@@ -94,6 +94,8 @@ static void flag_synopsis(const struct option_row *r, char *buf, size_t cap) {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: oscar run [OPTIONS] [--] PROGRAM [ARGS...]   run PROGRAM with Oscar as its malloc\n"
+            "       oscar gdb [OPTIONS] [--] PROGRAM [ARGS...]   the same under gdb (SIGPWR, Oscar's\n"
+            "                                          stops, passed on without stopping)\n"
             "       oscar symbolize [OPTIONS] < REPORT      file:line for a saved report's frames\n"
             "       oscar cc [--mode=check|overwrite] [--offset=fixed|random|immediate] -- gcc|g++ ARGS...\n"
             "                                          build with parallel shadow stacks\n"
@@ -103,7 +105,7 @@ static void usage(FILE *out) {
             "on a shadow page of its own, revoked when freed), fast (objects share shadow\n"
             "pages), protect (freed objects are zeroed and reused only once a conservative\n"
             "mark finds no pointer to them).\n\n"
-            "Options of run, each setting the environment variable after it for PROGRAM\n"
+            "Options of run and gdb, each setting the environment variable after it for PROGRAM\n"
             "(an option wins over the variable already set; '--opt VALUE' works too):\n");
     for (size_t i = 0; i < NROWS; i++) {
         char flag[256], range[64], def[64];
@@ -266,6 +268,48 @@ static int parse_run_options(int argc, char **argv) {
     return i;
 }
 
+/* oscar gdb [OPTIONS] [--] PROGRAM [ARGS...]: PROGRAM under gdb, with Oscar preloaded into
+ * PROGRAM only (gdb's `set environment`: gdb itself runs without it) and SIGPWR passed on
+ * without a stop: Oscar's stops of the world park threads with it (protect mode's marks, a
+ * fork with threads in every mode), and gdb stopped at each one. A fault stays gdb's to
+ * show: a use after free stops there first, and `continue` prints Oscar's report. */
+static int gdb(int argc, char **argv) {
+    int i = parse_run_options(argc, argv);
+    if (i == -2)
+        return 0;
+    if (i < 0)
+        return 2;
+    if (i >= argc) {
+        fprintf(stderr, "oscar: gdb: no program given\n");
+        usage(stderr);
+        return 2;
+    }
+    char buf[PATH_MAX], env[PATH_MAX + 64];
+    const char *lib = find_library(buf, sizeof buf);
+    if (!lib)
+        return 2;
+    snprintf(env, sizeof env, "set environment LD_PRELOAD=%s", lib);
+    char **args = calloc((size_t)(argc - i) + 9, sizeof *args);
+    if (!args) {
+        perror("oscar");
+        return 2;
+    }
+    int n = 0;
+    args[n++] = (char *)"gdb";
+    args[n++] = (char *)"-q";
+    args[n++] = (char *)"-ex";
+    args[n++] = env;
+    args[n++] = (char *)"-ex";
+    args[n++] = (char *)"handle SIGPWR nostop noprint pass";
+    args[n++] = (char *)"--args";
+    for (int k = i; k < argc; k++)
+        args[n++] = argv[k];
+    args[n] = NULL;
+    execvp("gdb", args);
+    fprintf(stderr, "oscar: gdb: cannot run gdb: %s\n", strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
+
 static int run(int argc, char **argv) {
     int i = parse_run_options(argc, argv);
     if (i == -2)
@@ -361,6 +405,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "run"))
         return run(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "gdb"))
+        return gdb(argc - 2, argv + 2);
     if (!strcmp(argv[1], "cc"))
         return cc(argv + 1);
     if (!strcmp(argv[1], "symbolize"))

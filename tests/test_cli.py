@@ -3,6 +3,7 @@
 
 import os
 import re
+import shutil
 import signal
 
 import pytest
@@ -247,3 +248,23 @@ def test_readme_settings_table_is_generated(runner):
                          check=True).stdout
     assert text[begin:end] == out, ("README's settings table is stale: replace it with "
                                     "`oscar options --markdown`")
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+@pytest.mark.parametrize("mode", ["strict", "protect"])
+def test_gdb_passes_the_park_signal_on(runner, build, tmp_path, mode):
+    """`oscar gdb`: the program runs under gdb with Oscar preloaded into it only, and the
+    stops of the world (a fork with a thread alive, protect mode's marks) do not stop gdb at
+    each SIGPWR, as a plain `gdb` with LD_PRELOAD did ("received signal SIGPWR")."""
+    build.require_cli()
+    expected = runner.glibc_once("sigpending_limit")
+    commands = tmp_path / "commands"
+    commands.write_text("run\nquit\n")
+    with open(commands) as stdin:
+        res = runner.raw([CLI, "gdb", "--mode=" + mode, "--quarantine-floor-kib=64", "--",
+                          runner.program("sigpending_limit")], stdin=stdin, timeout=120)
+    assert res.returncode == 0, res.describe()
+    assert "SIGPWR, Power fail" not in res.stdout + res.stderr, res.describe()
+    assert "exited normally" in res.stdout + res.stderr, res.describe()
+    for line in expected.stdout.splitlines():
+        assert line in res.stdout, res.describe()
