@@ -268,22 +268,31 @@ static int parse_run_options(int argc, char **argv) {
     return i;
 }
 
+/* The options and PROGRAM of `oscar run` and `oscar gdb`: PROGRAM's index in argv, or -1 -
+ * the exit status to return (0 after --help, 2 after an error, said). */
+static int program_at(int argc, char **argv, const char *what) {
+    int i = parse_run_options(argc, argv);
+    if (i == -2)
+        return -1;
+    if (i < 0)
+        return -1 - 2;
+    if (i >= argc) {
+        fprintf(stderr, "oscar: %s: no program given\n", what);
+        usage(stderr);
+        return -1 - 2;
+    }
+    return i;
+}
+
 /* oscar gdb [OPTIONS] [--] PROGRAM [ARGS...]: PROGRAM under gdb, with Oscar preloaded into
  * PROGRAM only (gdb's `set environment`: gdb itself runs without it) and SIGPWR passed on
  * without a stop: Oscar's stops of the world park threads with it (protect mode's marks, a
  * fork with threads in every mode), and gdb stopped at each one. A fault stays gdb's to
  * show: a use after free stops there first, and `continue` prints Oscar's report. */
 static int gdb(int argc, char **argv) {
-    int i = parse_run_options(argc, argv);
-    if (i == -2)
-        return 0;
+    int i = program_at(argc, argv, "gdb");
     if (i < 0)
-        return 2;
-    if (i >= argc) {
-        fprintf(stderr, "oscar: gdb: no program given\n");
-        usage(stderr);
-        return 2;
-    }
+        return -1 - i;
     char buf[PATH_MAX], env[PATH_MAX + 64];
     const char *lib = find_library(buf, sizeof buf);
     if (!lib)
@@ -311,16 +320,9 @@ static int gdb(int argc, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-    int i = parse_run_options(argc, argv);
-    if (i == -2)
-        return 0;
+    int i = program_at(argc, argv, "run");
     if (i < 0)
-        return 2;
-    if (i >= argc) {
-        fprintf(stderr, "oscar: run: no program given\n");
-        usage(stderr);
-        return 2;
-    }
+        return -1 - i;
     char buf[PATH_MAX];
     const char *lib = find_library(buf, sizeof buf);
     if (!lib)
