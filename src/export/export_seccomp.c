@@ -22,12 +22,8 @@ __attribute__((constructor)) static void find_real_seccomp(void) {
     (void)real_fn_syscall();
 }
 
-/* A filter (or strict mode) the program is about to install: noted first, so that no call of
- * Oscar's slips past it. */
-static int before(bool strict, unsigned long fprog) {
-    return os_filter_add((const void *)fprog, strict);
-}
-
+/* The program's install of the filter noted with os_filter_add (first, so that no call of
+ * Oscar's slips past it) returned: errno stays the install's. */
 static void after(int h, bool ok) {
     int saved = errno;
     os_filter_done(h, ok);
@@ -46,7 +42,7 @@ OSCAR_EXPORT int prctl(int option, ...) {
     }
     if (option != PR_SET_SECCOMP || (a2 != SECCOMP_MODE_STRICT && a2 != SECCOMP_MODE_FILTER))
         return real_fn_prctl()(option, a2, a3, a4, a5);
-    int h = before(a2 == SECCOMP_MODE_STRICT, a3);
+    int h = os_filter_add((const void *)a3, a2 == SECCOMP_MODE_STRICT);
     int r = real_fn_prctl()(option, a2, a3, a4, a5);
     after(h, r == 0);
     return r;
@@ -64,7 +60,7 @@ OSCAR_EXPORT long syscall(long n, ...) {
     }
     if (n != SYS_seccomp || (a != SECCOMP_SET_MODE_STRICT && a != SECCOMP_SET_MODE_FILTER))
         return real_fn_syscall()(n, a, b, c, d, e, f);
-    int h = before(a == SECCOMP_SET_MODE_STRICT, (unsigned long)c);
+    int h = os_filter_add((const void *)c, a == SECCOMP_SET_MODE_STRICT);
     long r = real_fn_syscall()(n, a, b, c, d, e, f);
     /* (with SECCOMP_FILTER_FLAG_NEW_LISTENER the answer is a descriptor; with TSYNC a failure
      * may be a thread's id) */

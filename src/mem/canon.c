@@ -116,9 +116,7 @@ int canon_init(void) {
      * window counts, so it gets a quarter of the region (every canonical page in use is
      * mapped by at least one shadow page), at least 64 MiB. */
     uint64_t bytes = 1ULL << 40, span_bytes = (uint64_t)oscar_canon.span_pages << OSCAR_PAGE_SHIFT;
-    uint64_t data; /* (a finite RLIMIT_DATA counts the per-page metadata below: the same) */
-    if (region_as_budget() != UINT64_MAX ||
-        (os_rlimit(RLIMIT_DATA, &data) == 0 && data != UINT64_MAX)) {
+    if (region_sized_by_limit()) { /* (RLIMIT_DATA: the per-page metadata below counts) */
         uint64_t quarter = (oscar_region.end - oscar_region.base) / 4;
         bytes = quarter < MIN_CANON_BYTES ? MIN_CANON_BYTES : quarter;
     }

@@ -22,6 +22,9 @@ static struct {
      * program keeps a quarter for its own mappings, stacks and libraries). UINT64_MAX when
      * unlimited. Set once by region_init. */
     uint64_t as_budget;
+    /* A finite RLIMIT_DATA at initialisation (set once by region_init): the metadata sized by
+     * the region counts toward it, touched or not. */
+    bool data_limited;
     /* The end of what the bump pointer may hand out: the region's end (set by region_init),
      * lowered by region_shrink (maplimit.c's relief, one at a time); atomic, lock-free. */
     _Atomic uintptr_t region_top;
@@ -43,6 +46,9 @@ void region_set_hooks(const struct region_hooks *h) { region_state.hooks = *h; }
 struct region oscar_region;
 
 uint64_t region_as_budget(void) { return region_state.as_budget; }
+bool region_sized_by_limit(void) {
+    return region_state.as_budget != UINT64_MAX || region_state.data_limited;
+}
 
 /* After a window aligned to 1 GiB or more (packed.c's poison window, 4 GiB-aligned), the
  * bump pointer skips a random number of 2 MiB steps (up to 4 GiB): otherwise that alignment
@@ -53,7 +59,7 @@ uint64_t region_as_budget(void) { return region_state.as_budget; }
 #define MIN_REGION (64UL << 20)
 #define HUGE_ALIGN (2UL << 20)
 
-static void warn_as_limit(enum msg_id id, uint64_t limit, size_t size) {
+static void warn_limit(enum msg_id id, uint64_t limit, size_t size) {
     char buf[400];
     struct fmt f = FMT_INIT(buf);
     msg_start(&f, id);
@@ -88,7 +94,8 @@ int region_init(void) {
      * region (stack records, entries) get an eighth of it. */
     uint64_t data;
     enum msg_id said = MSG_AS_LIMIT;
-    if (os_rlimit(RLIMIT_DATA, &data) == 0 && data != UINT64_MAX) {
+    region_state.data_limited = os_rlimit(RLIMIT_DATA, &data) == 0 && data != UINT64_MAX;
+    if (region_state.data_limited) {
         size_t cap = (size_t)(data / 8 / 16 * OSCAR_PAGE) & ~(HUGE_ALIGN - 1);
         if (size > cap) {
             size = cap < MIN_REGION ? MIN_REGION : cap;
@@ -135,7 +142,7 @@ int region_init(void) {
         atomic_store(&oscar_region.bump, oscar_region.base);
         atomic_store(&region_state.region_top, oscar_region.end);
         if (limited)
-            warn_as_limit(said, limit, size);
+            warn_limit(said, limit, size);
         return 0;
     }
     return err ? err : 12;

@@ -74,6 +74,9 @@ int region_init(void);
  * initialisation); UINT64_MAX when unlimited. Every reservation sized by the region (its
  * table, the canonical heap, the stack store) fits in it. */
 uint64_t region_as_budget(void);
+/* Was the region sized under a limit at initialisation (a finite RLIMIT_AS, or a finite
+ * RLIMIT_DATA, which counts the metadata sized by it)? The canonical heap is sized to it then. */
+bool region_sized_by_limit(void);
 /* Take len bytes (multiple of a page) aligned to align from the bump pointer, or 0 when the
  * region is exhausted. Lock-free. After a take aligned to 1 GiB or more, the bump pointer
  * skips a random gap (that alignment would fix the low bits of every later address). */

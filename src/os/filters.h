@@ -38,8 +38,8 @@ int os_filter_add(const void *fprog, bool strict);
 void os_filter_done(int h, bool ok);
 
 /* Would every known filter let system call nr with these arguments through (or fail it with
- * an errno)? false: some filter would kill, trap, trace or notify; *first_refused then
- * set once (the first such call number, for the warning). */
+ * an errno)? false: some filter would kill, trap, trace or notify; the first such call (of
+ * the process) calls os_filters_refused_hook, for the warning. */
 bool os_filters_allow(long nr, const long args[6]);
 
 /* The same question, asked ahead (no warning): may Oscar start something that makes these
