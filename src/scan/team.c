@@ -31,6 +31,7 @@
 /* All of team's state. */
 static struct {
     unsigned threads;              /* OPT_MARK_THREADS resolved, the caller included (init) */
+    bool asked;                    /* ... set by the user (not 0: auto) */
     atomic_uint running;           /* helpers started in this process */
     atomic_bool failed;            /* a helper could not start: no more tries here */
     atomic_flag starting;          /* team_start in progress (test and set) */
@@ -48,10 +49,13 @@ static struct {
 
 void team_init(unsigned threads) {
     unsigned cpus = os_cpu_count();
+    team_state.asked = threads != 0;
     if (!threads)
         threads = cpus < 4 ? cpus : 4;
     team_state.threads = threads > TEAM_MAX + 1 ? TEAM_MAX + 1 : threads;
 }
+
+bool team_asked(void) { return team_state.asked; }
 
 unsigned team_wanted(void) { return team_state.threads ? team_state.threads - 1 : 0; }
 

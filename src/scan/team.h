@@ -27,6 +27,9 @@ unsigned team_start(void);
  * OSCAR_MARK_THREADS asks for. */
 unsigned team_helpers(void);
 unsigned team_wanted(void);
+/* Did the user set OSCAR_MARK_THREADS (then every mark worth sharing is shared; with 0, the
+ * auto setting, a small heap's marks share it only where a trial found it pays: scan/mark.c)? */
+bool team_asked(void);
 /* Hands items [0, n) out in chunks of `chunk` to the helpers (they start at once); the caller
  * may do other work, then joins with team_finish, which takes chunks too and returns once
  * every chunk is done. Without helpers, team_finish does the whole job. One job at a time. */
