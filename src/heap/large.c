@@ -10,6 +10,7 @@
 #include "heap/thread.h"
 
 #include <errno.h>
+#include <string.h>
 
 static void set_entries(uintptr_t a, size_t size, size_t len) {
     size_t pages = len >> OSCAR_PAGE_SHIFT;
@@ -353,7 +354,8 @@ static bool free_object(uintptr_t a, uint64_t e, bool keep) {
         uint64_t guarded = entry_with_kind(e, PK_LARGE_GUARDED);
         if (!atomic_compare_exchange_strong(region_entry(a), &e, guarded | LARGE_FREEING))
             return false;
-        os_drop((void *)a, len);
+        if (os_drop((void *)a, len) != 0)
+            memset((void *)a, 0, len); /* (refused: zeros all the same) */
         region_store(a, guarded);
         stats_gauge_add(STAT_LARGE_BYTES, STAT_PEAK_LARGE_BYTES, -(int64_t)len);
         return true;
@@ -376,7 +378,9 @@ void large_revoke_now(uintptr_t a, uint64_t e) {
     e &= ~LARGE_FREEING;
     long delta = shadow_revoke_delta(a, a + len - OSCAR_PAGE);
     if (maplimit_defer(delta) || os_revoke((void *)a, len) != 0) {
-        os_drop((void *)a, len); /* never reused; a late access reads zeros, not old data */
+        /* never reused; a late access reads zeros, not old data (refused: zeroed here) */
+        if (os_drop((void *)a, len) != 0)
+            memset((void *)a, 0, len);
         region_store(a, e);
     } else {
         maplimit_add(delta);

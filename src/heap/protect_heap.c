@@ -921,9 +921,9 @@ bool ph_free(void *p, int who) {
         atomic_load_explicit(&pg->lstate, memory_order_relaxed) != PHS_LIVE)
         bad_pointer(a, who);
     size_t usable = large_usable(pg);
-    if (usable >= DROP_AT)
-        os_drop(p, usable);
-    else
+    /* A refused drop (a seccomp filter that fails madvise) zeroes by hand: a free run must
+     * read as zeros, calloc hands it out as it is (calloc_refused_drop). */
+    if (usable < DROP_AT || os_drop(p, usable) != 0)
         memset(p, 0, usable);
     atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_release);
     return quarantined(usable);
