@@ -572,6 +572,19 @@ def test_memory_stays_bounded(runner, tmp_path):
     assert s["peak_quarantined_bytes"] < 64 << 20, s
 
 
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
+def test_full_heap_marks_before_malloc_fails(runner, mark):
+    """A 1 GiB heap, 500 MiB live, objects of 100 MiB allocated and freed round after round:
+    the quarantine's addresses filled the heap and malloc returned NULL at round 7 (glibc
+    serves all 64). An allocation the heap has no room for now runs a whole mark and tries
+    again before it fails."""
+    expected = runner.glibc("protect_heap_exhausted")
+    assert expected.stdout == "every round served\n", expected.describe()
+    env = dict(PROTECT, OSCAR_PROTECT_HEAP_GIB="1", **MARKS[mark])
+    res = runner.oscar("protect_heap_exhausted", env=env, timeout=120)
+    assert_same_output(res, expected)
+
+
 def test_stats_and_no_mark_for_small_programs(runner, tmp_path):
     """A program that frees less than the floor (1 MiB) never marks."""
     env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"))

@@ -52,6 +52,8 @@ static struct {
      * atomic, lock-free. */
     _Atomic int64_t quar_bytes;  /* bytes in QUAR slots */
     _Atomic int64_t held_bytes;  /* of those, found still referenced by the last mark */
+    _Atomic int64_t quar_dropped; /* of quar_bytes, large objects given back at free */
+    _Atomic int64_t held_dropped; /* of those, found still referenced by the last mark */
     _Atomic int64_t live_bytes;  /* bytes of LIVE slots and large objects */
     /* The quarantine's trigger, fold threshold and cap: set once at init. */
     int64_t trigger_floor, trigger_share, fold_at, hard_cap;
@@ -849,8 +851,13 @@ static int64_t quarantine_and_trigger(int64_t *trigger) {
     *trigger = ph_state.trigger_floor > live * ph_state.trigger_share / 100
                    ? ph_state.trigger_floor
                    : live * ph_state.trigger_share / 100;
-    return atomic_load_explicit(&ph_state.quar_bytes, memory_order_relaxed) -
-           atomic_load_explicit(&ph_state.held_bytes, memory_order_relaxed);
+    int64_t q = atomic_load_explicit(&ph_state.quar_bytes, memory_order_relaxed) -
+                atomic_load_explicit(&ph_state.held_bytes, memory_order_relaxed);
+    /* (Dropped bytes are counted at once, the others folded in batches: kept within q.) */
+    int64_t d = atomic_load_explicit(&ph_state.quar_dropped, memory_order_relaxed) -
+                atomic_load_explicit(&ph_state.held_dropped, memory_order_relaxed);
+    d = d < 0 ? 0 : d > q ? (q > 0 ? q : 0) : d;
+    return q - d + d / PH_DROPPED_SHARE;
 }
 
 /* Is a mark due? The quarantine passed its share of the live heap (and the floor), and the
@@ -895,7 +902,6 @@ static bool quarantined(size_t bytes) {
     return due();
 }
 
-#define DROP_AT (256UL << 10) /* freed large objects from here on: MADV_DONTNEED, not memset */
 
 bool ph_free(void *p, int who) {
     uintptr_t a = (uintptr_t)p;
@@ -923,8 +929,12 @@ bool ph_free(void *p, int who) {
     size_t usable = large_usable(pg);
     /* A refused drop (a seccomp filter that fails madvise) zeroes by hand: a free run must
      * read as zeros, calloc hands it out as it is (calloc_refused_drop). */
-    if (usable < DROP_AT || os_drop(p, usable) != 0)
+    bool dropped = usable >= PH_DROP_AT && os_drop(p, usable) == 0;
+    if (!dropped)
         memset(p, 0, usable);
+    atomic_store_explicit(&pg->dropped, dropped, memory_order_relaxed);
+    if (dropped)
+        atomic_fetch_add_explicit(&ph_state.quar_dropped, (int64_t)usable, memory_order_relaxed);
     atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_release);
     return quarantined(usable);
 }
@@ -1140,13 +1150,17 @@ void ph_mark_failed(void) {
 }
 
 void ph_after_mark(uint64_t released, uint64_t held, uint64_t released_objects,
-                   uint64_t held_objects, uint64_t mark_ns) {
+                   uint64_t held_objects, uint64_t released_dropped, uint64_t held_dropped,
+                   uint64_t mark_ns) {
     atomic_store_explicit(&ph_state.failures, 0, memory_order_relaxed);
     atomic_store_explicit(&ph_state.retry_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&ph_state.next_mark_ns, os_monotonic_ns() + PACE * mark_ns,
                           memory_order_relaxed);
     atomic_fetch_sub_explicit(&ph_state.quar_bytes, (int64_t)released, memory_order_relaxed);
     atomic_store_explicit(&ph_state.held_bytes, (int64_t)held, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&ph_state.quar_dropped, (int64_t)released_dropped,
+                              memory_order_relaxed);
+    atomic_store_explicit(&ph_state.held_dropped, (int64_t)held_dropped, memory_order_relaxed);
     stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, -(int64_t)released);
     stats_add(STAT_RELEASED_OBJECTS, (int64_t)released_objects);
     atomic_store_explicit(&oscar_stats[STAT_SCAN_STILL_REFERENCED], held_objects,

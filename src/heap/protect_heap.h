@@ -62,7 +62,9 @@ struct ph_page {
     uint32_t run;       /* large head / free-run head: pages; tail: distance to the head */
     _Atomic uint32_t own;
     _Atomic uint32_t lstate; /* large head: slot state */
-    uint32_t pad2;
+    /* large head in quarantine: its pages were given back at free (ph_free), so it holds no
+     * memory and counts a PH_DROPPED_SHARE-th toward the next mark */
+    _Atomic uint32_t dropped;
     uint64_t recip;          /* small: ceil(2^32 / slot_size) */
     uint64_t large_size;     /* large head: requested bytes */
     struct ph_page *next, *prev; /* pool or free-run list */
@@ -133,10 +135,18 @@ void ph_release_large(size_t page);
 /* A mark could not stop the world: the next waits (10 ms, doubling with each failure in a
  * row, at most 1 s). */
 void ph_mark_failed(void);
-/* Quarantine accounting after a mark: bytes released, bytes still referenced; mark_ns, how
- * long the mark took (stop and release: the next one is paced by it). */
+/* Quarantine accounting after a mark: bytes released, bytes still referenced, and of each
+ * the bytes of large objects whose pages were given back at free (ph_page.dropped); mark_ns,
+ * how long the mark took (stop and release: the next one is paced by it). */
 void ph_after_mark(uint64_t released_bytes, uint64_t held_bytes, uint64_t released_objects,
-                   uint64_t held_objects, uint64_t mark_ns);
+                   uint64_t held_objects, uint64_t released_dropped, uint64_t held_dropped,
+                   uint64_t mark_ns);
+/* A freed large object from PH_DROP_AT bytes on gives its pages back to the kernel instead of
+ * being zeroed: in quarantine it holds no memory (only addresses), so it counts a
+ * PH_DROPPED_SHARE-th of its size toward the next mark (bigobj: a mark every 4 frees of
+ * 64 KiB-4 MiB objects, each reading the 14 MiB the live ones hold). */
+#define PH_DROP_AT (256UL << 10)
+#define PH_DROPPED_SHARE 16
 /* The quarantine is far past its trigger (URGENT times it) while a concurrent mark runs: the
  * freeing thread waits for the mark instead of letting it grow further. */
 bool ph_quarantine_urgent(void);

@@ -94,6 +94,17 @@ static void *or_enomem(void *p) {
     return p;
 }
 
+/* The heap had no room for size bytes: freed objects waiting in quarantine may be what fills
+ * it (their addresses, even where their pages went back). A whole mark here releases what no
+ * pointer reaches, and the caller tries once more (protect_heap_exhausted). false: a size no
+ * heap of this one's size can hold, nothing to try again. */
+static bool marked_for_room(size_t size) {
+    if (size > ph.hi - ph.lo)
+        return false;
+    mark_wait();
+    return true;
+}
+
 /* OSCAR_SAMPLE_RATE: allocations left until this thread's next sample (the fast path's one
  * test: with sampling off, the first allocation sets it out of reach). A thread's first
  * allocation draws its first interval instead of being sampled. */
@@ -118,7 +129,10 @@ void *protect_malloc(size_t size) {
         if (p)
             return p;
     }
-    return or_enomem(ph_malloc(size));
+    void *p = ph_malloc(size);
+    if (unlikely(!p) && marked_for_room(size))
+        p = ph_malloc(size);
+    return or_enomem(p);
 }
 void *protect_calloc(size_t size) {
     if (unlikely(--sample_left <= 0)) {
@@ -126,9 +140,17 @@ void *protect_calloc(size_t size) {
         if (p)
             return p;
     }
-    return or_enomem(ph_calloc(size));
+    void *p = ph_calloc(size);
+    if (unlikely(!p) && marked_for_room(size))
+        p = ph_calloc(size);
+    return or_enomem(p);
 }
-void *protect_aligned(size_t size, size_t align) { return or_enomem(ph_aligned(size, align)); }
+void *protect_aligned(size_t size, size_t align) {
+    void *p = ph_aligned(size, align);
+    if (unlikely(!p) && marked_for_room(size))
+        p = ph_aligned(size, align);
+    return or_enomem(p);
+}
 /* Not in the heap: a sampled object, or glibc's (modes/foreign.h), or a bad pointer. */
 static bool outside_heap(const void *p) { return p && !ph_contains((uintptr_t)p); }
 
@@ -198,6 +220,8 @@ void *protect_realloc(void *p, size_t size) {
     if (unlikely(atomic_load_explicit(&ph_kinds_used, memory_order_relaxed)))
         check_and_forget_kind(p, KIND_MALLOC, CALL_REALLOC, false, 0);
     void *q = ph_realloc(p, size);
+    if (unlikely(!q) && size && marked_for_room(size))
+        q = ph_realloc(p, size);
     if (!q && size)
         errno = ENOMEM;
     return q;

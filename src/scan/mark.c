@@ -747,6 +747,8 @@ static void held_read(size_t used) {
 
 struct tally {
     uint64_t released, held, released_objects, held_objects;
+    uint64_t released_dropped, held_dropped; /* of released and held: large objects whose
+                                              * pages were given back at free */
 };
 
 /* Pass 2, on the pages that hold candidates: unmarked candidates (CAND) become FREED and go
@@ -809,14 +811,17 @@ static void release_page(size_t i, struct tally *t, bool release) {
         size_t usable = align_up(pg->large_size, OSCAR_PAGE);
         if (st == PHS_CAND || st == PHS_MARKED)
             filter_clear(ph_page_base(i), usable);
+        uint64_t dropped = atomic_load_explicit(&pg->dropped, memory_order_relaxed) ? usable : 0;
         if (st == PHS_CAND && release) {
             t->released += usable;
             t->released_objects++;
+            t->released_dropped += dropped;
             ph_release_large(i);
         } else if (st == PHS_MARKED || st == PHS_CAND) {
             atomic_store_explicit(&pg->lstate, PHS_QUAR, memory_order_relaxed);
             t->held += usable;
             t->held_objects++;
+            t->held_dropped += dropped;
         }
     }
 }
@@ -996,7 +1001,7 @@ __attribute__((noinline)) static int mark_stopped(const uintptr_t *saved, size_t
  * page: a fork child undoing a mark that was stopped in the middle of candidates() (a page's
  * slots made CAND before its bit in mark_state.cand_pages was set). */
 static void unmark(size_t used, bool every_page) {
-    struct tally ignored = {0, 0, 0, 0};
+    struct tally ignored = {0};
     release_heap(used, &ignored, false, every_page);
 }
 
@@ -1223,13 +1228,14 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
     /* (the reading's time, from the round's start: scan_bytes / scan_us is the marking rate
      * of every kind of mark, stopped or not) */
     stats_add(STAT_SCAN_US, (int64_t)((os_monotonic_ns() - t0) / 1000));
-    struct tally t = {0, 0, 0, 0};
+    struct tally t = {0};
     sticky_hold(used);
     release_heap(used, &t, true, false);
     /* The pacing counts the helpers' time too: a mark shared by N threads stops the program
      * for 1/N as long, and the next is not N times as frequent. */
     uint64_t cost = os_monotonic_ns() - t0 + stop_ns * (mark_state.threads - 1);
-    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects, cost);
+    ph_after_mark(t.released, t.held, t.released_objects, t.held_objects, t.released_dropped,
+                  t.held_dropped, cost);
     return t.released;
 }
 
