@@ -585,6 +585,22 @@ def test_full_heap_marks_before_malloc_fails(runner, mark):
     assert_same_output(res, expected)
 
 
+@pytest.mark.parametrize("mark", ["stop", "concurrent"])
+def test_quarantine_stays_bounded_with_more_threads_than_cpus(runner, tmp_path, mark):
+    """Four threads churning small objects (protect_threads_churn), on two CPUs in CI. While a
+    stopped mark waited for threads that were not running to take its signal, the running
+    ones freed on: the quarantine reached 38-60 MB against its 1 MiB floor (concurrent marks
+    made a thread wait past four times the trigger already: ~5 MB). A thread whose free
+    finds the quarantine that far past its trigger while another marks now waits for it."""
+    expected = runner.glibc("protect_threads_churn")
+    env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"),
+               **{k: v for k, v in MARKS[mark].items() if k != "PROTECT_BALLAST_KIB"})
+    res = runner.oscar("protect_threads_churn", env=env, timeout=120)
+    assert_same_output(res, expected)
+    s = stats_of(tmp_path)
+    assert s["scan_rounds"] > 20 and s["peak_quarantined_bytes"] <= 12 << 20, scan_figures(s)
+
+
 def test_stats_and_no_mark_for_small_programs(runner, tmp_path):
     """A program that frees less than the floor (1 MiB) never marks."""
     env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"))

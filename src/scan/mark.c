@@ -51,7 +51,10 @@ static __thread uint64_t scanned_here __attribute__((tls_model("initial-exec")))
 /* The mark's state (all zero at start: .bss). The concurrent mark's is cm_state and
  * cm_buf_state, below; in_mark, above, is per thread. */
 static struct {
-    atomic_int marking; /* a mark is running: taken by exchange (acquire), released (release) */
+    /* a mark is running: taken by exchange (acquire), released by release_marking (a futex
+     * word: wait_for_mark) */
+    _Atomic uint32_t marking;
+    atomic_int waiters; /* threads waiting for `marking` to be released (wait_for_mark) */
     /* fork against stopping the world (Dekker style, seq_cst): a fork in flight (prepare to
      * parent/child handler) and a stop starting exclude each other, so no child is ever cloned
      * while the world lock is held (the child would inherit it taken). Atomic, lock-free. */
@@ -1068,6 +1071,33 @@ static void mark_here_body(void *saved) {
 }
 
 /* The synchronous mark, on the calling thread, the world stopped throughout pass 1. */
+/* Another thread is marking and this one's free found the quarantine far past its trigger
+ * (URGENT times it): it waits for that mark instead of freeing on. A stop of the world waits
+ * for every thread to take its signal, and on fewer CPUs than threads a thread that is not
+ * running takes it only once it runs again: meanwhile the running ones freed on, and four
+ * threads churning on two CPUs took the quarantine from its 1 MiB floor to 20-50 MB
+ * (protect_threads_churn). The wait is a futex's with the program's signal mask, so the
+ * stop's signal parks this thread in it; it ends when the mark is over, or after WAIT_MS at
+ * most (a thread that blocks the park signal is left to the stop's own rules). Locks held:
+ * none. */
+#define WAIT_MS 100
+static void wait_for_mark(void) {
+    if (!ph_quarantine_urgent())
+        return;
+    atomic_fetch_add_explicit(&mark_state.waiters, 1, memory_order_seq_cst);
+    for (int k = 0; k < WAIT_MS && atomic_load_explicit(&mark_state.marking, memory_order_seq_cst);
+         k++)
+        os_futex_wait(&mark_state.marking, 1, 1000 * 1000);
+    atomic_fetch_sub_explicit(&mark_state.waiters, 1, memory_order_relaxed);
+}
+
+/* The mark is over: waiters (wait_for_mark) go on. */
+static void release_marking(void) {
+    atomic_store_explicit(&mark_state.marking, 0, memory_order_seq_cst);
+    if (atomic_load_explicit(&mark_state.waiters, memory_order_seq_cst))
+        os_futex_wake(&mark_state.marking, 1 << 30);
+}
+
 static void mark_here(const uintptr_t *saved) {
     /* No signal handler of the program runs on this thread during the mark: it could move a
      * pointer below the stack the mark reads, or fork while the mark holds the world (fork's
@@ -1080,6 +1110,7 @@ static void mark_here(const uintptr_t *saved) {
     os_sigprocmask(SIG_BLOCK, &all, &old);
     if (atomic_exchange_explicit(&mark_state.marking, 1, memory_order_acquire)) {
         os_sigprocmask(SIG_SETMASK, &old, NULL);
+        wait_for_mark();
         return;
     }
     in_mark = 1;
@@ -1095,7 +1126,7 @@ static void mark_here(const uintptr_t *saved) {
     else
         mark_here_body((void *)saved);
     in_mark = 0;
-    atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
+    release_marking();
     os_sigprocmask(SIG_SETMASK, &old, NULL); /* (after: a pending handler may fork) */
 }
 
@@ -1861,7 +1892,7 @@ static void *marker_main(void *arg) {
                     }
                 }
             }
-            atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
+            release_marking();
         }
         atomic_store(&cm_state.done, w);
         os_futex_wake(&cm_state.done, 1 << 30);
@@ -1995,7 +2026,7 @@ bool mark_threads_quit(void) {
         atomic_store(&cm_state.started, 0); /* (the next concurrent round starts another) */
     }
     atomic_flag_clear(&cm_state.starting);
-    atomic_store_explicit(&mark_state.marking, 0, memory_order_release);
+    release_marking();
     return ok;
 }
 
