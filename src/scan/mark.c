@@ -1070,7 +1070,6 @@ static void mark_here_body(void *saved) {
     mark_body_locked(saved, false);
 }
 
-/* The synchronous mark, on the calling thread, the world stopped throughout pass 1. */
 /* Another thread is marking and this one's free found the quarantine far past its trigger
  * (URGENT times it): it waits for that mark instead of freeing on. A stop of the world waits
  * for every thread to take its signal, and on fewer CPUs than threads a thread that is not
@@ -1098,6 +1097,7 @@ static void release_marking(void) {
         os_futex_wake(&mark_state.marking, 1 << 30);
 }
 
+/* The synchronous mark, on the calling thread, the world stopped throughout pass 1. */
 static void mark_here(const uintptr_t *saved) {
     /* No signal handler of the program runs on this thread during the mark: it could move a
      * pointer below the stack the mark reads, or fork while the mark holds the world (fork's
