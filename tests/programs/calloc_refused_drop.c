@@ -31,11 +31,11 @@ int main(void) {
     }
     enum { BIG = 1 << 20 };
     long nonzero = 0;
-    for (int round = 0; round < 48; round++) {
+    for (int round = 0; round < 24; round++) {
         unsigned char *p = malloc(BIG);
         memset(p, 0xAB, BIG);
         free(p);
-        for (int i = 0; i < 20000; i++) {
+        for (int i = 0; i < 4000; i++) {
             unsigned char *s = malloc(64 + (size_t)(i % 200));
             memset(s, 1, 16);
             free(s);
