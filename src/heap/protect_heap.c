@@ -856,7 +856,10 @@ static int64_t quarantine_and_trigger(int64_t *trigger) {
     /* (Dropped bytes are counted at once, the others folded in batches: kept within q.) */
     int64_t d = atomic_load_explicit(&ph_state.quar_dropped, memory_order_relaxed) -
                 atomic_load_explicit(&ph_state.held_dropped, memory_order_relaxed);
-    d = d < 0 ? 0 : d > q ? (q > 0 ? q : 0) : d;
+    if (d > q)
+        d = q;
+    if (d < 0)
+        d = 0;
     return q - d + d / PH_DROPPED_SHARE;
 }
 

@@ -96,7 +96,7 @@ static struct {
 #define TEAM_MIN_PAGES 8
 /* From 64 MiB of heap on the team always reads it: its stop is the shortest (scanstress,
  * 200 MiB live: 51 ms against 96 ms at worst). Below that, whether a helper pays is tried
- * (team_trial below): on one machine it did (churn 1.17 against 1.31 s, AMD EPYC), on
+ * (team_trial_note below): on one machine it did (churn 1.17 against 1.31 s, AMD EPYC), on
  * another it cost a fifth of the run (0.60 against 0.47 s, Intel Xeon, 2 MiB L2 a core):
  * a helper that reads the heap the freeing thread keeps in its own cache takes the lines
  * away from it, and the program's next writes to them wait for the other core. */
@@ -934,11 +934,12 @@ static bool team_tried(size_t used) {
            used < TEAM_ALWAYS_PAGES;
 }
 
-/* Does a stopped mark of pages [0, used) share its reading with the team? */
-static bool team_for(size_t used) {
+/* Does a stopped mark of pages [0, used) share its reading with the team? tried: team_tried's
+ * answer for it (a mark the trial weighs takes the trial's way, any other worth sharing is). */
+static bool team_for(size_t used, bool tried) {
     if (mark_state.dangling || !team_helpers() || used < TEAM_MIN_PAGES)
         return false;
-    if (!team_tried(used))
+    if (!tried)
         return true;
     unsigned k = trial_state.n % TRIAL_EVERY;
     return k < TRIAL_LEG * TRIAL_LEGS ? (k / TRIAL_LEG) % 2 == 0 : trial_state.team;
@@ -1074,7 +1075,7 @@ static void mark_here_body(void *saved) {
  * (URGENT times it): it waits for that mark instead of freeing on. A stop of the world waits
  * for every thread to take its signal, and on fewer CPUs than threads a thread that is not
  * running takes it only once it runs again: meanwhile the running ones freed on, and four
- * threads churning on two CPUs took the quarantine from its 1 MiB floor to 20-50 MB
+ * threads churning on two CPUs took the quarantine from its 1 MiB floor to 38-60 MB
  * (protect_threads_churn). The wait is a futex's with the program's signal mask, so the
  * stop's signal parks this thread in it; it ends when the mark is over, or after WAIT_MS at
  * most (a thread that blocks the park signal is left to the stop's own rules). Locks held:
@@ -1288,7 +1289,7 @@ static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
     size_t used = atomic_load_explicit(&ph.used_pages, memory_order_acquire);
     atomic_store(&mark_state.scanned, 0);
     mark_state.printed = 0;
-    bool team = team_for(used), tried = team_tried(used);
+    bool tried = team_tried(used), team = team_for(used, tried);
     int err = mark_stopped(saved, used, team);
     if (err)
         unmark(used, false);
