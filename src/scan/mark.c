@@ -450,21 +450,9 @@ static void mark_addr(uintptr_t w) {
         mark_large(i, pg, w);
 }
 
-/* Could heap word w mark anything: its granule a candidate's, or (16-aligned) right after
- * one's end? The filter word words_find prefetched, tested here rather than in a call for
- * each word: most words of a heap of objects that point to each other point to none (CPython:
- * a call per word was 6% of its run). */
-static inline bool may_mark(uintptr_t w) {
-    size_t g = granule(w);
-    const _Atomic uint64_t *f = &ph.cand[g / 64 * 2];
-    uint64_t bit = 1ULL << (g % 64);
-    return (atomic_load_explicit(&f[0], memory_order_relaxed) & bit) ||
-           ((w & 15) == 0 && (atomic_load_explicit(&f[1], memory_order_relaxed) & bit));
-}
-
-/* Every aligned word of [lo, hi). Words that point into the heap are gathered a chunk at a
- * time (scan/words.h), each one's filter word prefetched as it is found, before any is looked
- * at: the lookups' cache misses then overlap instead of following one another. */
+/* Every aligned word of [lo, hi). The words that may mark a candidate (the filter's bits
+ * for them set: scan/words.h) are gathered a chunk at a time, then each one's candidate is
+ * looked up. */
 static void scan(uintptr_t lo, uintptr_t hi) {
     const uintptr_t *p = (const uintptr_t *)align_up(lo, sizeof(uintptr_t));
     const uintptr_t *e = (const uintptr_t *)(hi & ~(sizeof(uintptr_t) - 1));
@@ -476,18 +464,13 @@ static void scan(uintptr_t lo, uintptr_t hi) {
     uintptr_t val[WORDS_CHUNK];
     while (p < e) {
         size_t len = (size_t)(e - p) > WORDS_CHUNK ? WORDS_CHUNK : (size_t)(e - p);
-        /* (ph.cand: two words, 16 bytes, per 64 granules of 16 bytes, a KiB of heap) */
-        unsigned n = words_find(p, len, base, span, hit, val, (const void *)ph.cand);
+        unsigned n = words_find(p, len, base, span, ph.cand, hit, val);
         p += len;
-        if (unlikely(mark_state.dangling))
-            for (unsigned k = 0; k < n; k++) {
+        for (unsigned k = 0; k < n; k++) {
+            if (unlikely(mark_state.dangling)) /* (one thread marks: OSCAR_DANGLING names it) */
                 mark_state.where = (uintptr_t)hit[k];
-                mark_addr(val[k]);
-            }
-        else
-            for (unsigned k = 0; k < n; k++)
-                if (unlikely(may_mark(val[k])))
-                    mark_addr(val[k]);
+            mark_addr(val[k]);
+        }
     }
 }
 

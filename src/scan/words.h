@@ -1,10 +1,19 @@
-/* words: the aligned words of a range whose value points into [base, base + span).
+/* words: the aligned words of a range that may mark a candidate of the mark.
  *
- * The mark reads every live byte of the heap and every root, and most words are not heap
- * pointers: this is its inner loop. With AVX2 (checked once at init), eight words are tested
- * by four vector instructions and one branch; without it, a word at a time. Each word is read
- * once and its value kept: while the world runs (a concurrent mark) a word may change between
- * two reads (a free zeroing it). */
+ * The mark reads every live byte of the heap and every root, and most words mark nothing:
+ * this is its inner loop. A word may mark when it points into [base, base + span) (the heap)
+ * and the filter's bit for it is set. The filter holds, for each 64 granules of 16 bytes of
+ * the heap (a KiB), two words: bit g % 64 of the first is set when granule g belongs to a
+ * candidate, of the second when granule g begins right after the end of a candidate that
+ * fills its slot (so a word that is 16-aligned and points there is one past its end).
+ *
+ * The filter is tested in the vector registers, a gather of the filter words of 4 or 8
+ * heap pointers at a time (AVX2, AVX-512F; chosen once at init): in a heap of objects that
+ * point to each other (CPython's), a fifth to a half of the words point into the heap, and
+ * taking each of those out of the vector to test its bit one by one cost 2-4 times the
+ * reading (docs/benchmarks.md, "The filter in the vector registers"). Each word is read
+ * once and what is returned is the value tested: while the world runs (a concurrent mark) a
+ * word may change between two reads (a free zeroing it). */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -15,10 +24,8 @@
 /* Choose the kernel for this CPU (the mark's init: no allocation, no lock). */
 void words_init(void);
 
-/* Of the words [p, p + n), n <= WORDS_CHUNK, those with w - base < span: where each lies and
- * its value, in address order. Returns how many. For each one found, the entry of `table`
- * for it (16 bytes per KiB of [base, base + span): the mark's filter) is prefetched at once:
- * spread over the reading, the misses overlap it, as the plain loop did before this module
- * (a burst of them after the reading may find the CPU's few outstanding misses taken). */
+/* Of the words [p, p + n), n <= WORDS_CHUNK, those that may mark: where each lies and its
+ * value, in address order. Returns how many. The filter does not change during the call
+ * (the mark sets it before it reads, and clears it after). */
 unsigned words_find(const uintptr_t *p, size_t n, uintptr_t base, uintptr_t span,
-                    const uintptr_t **at, uintptr_t *val, const void *table);
+                    const _Atomic uint64_t *filter, const uintptr_t **at, uintptr_t *val);
