@@ -94,6 +94,13 @@ __attribute__((target("avx2"))) static unsigned find_avx2(const uintptr_t *p, si
         if (unlikely(my))
             TAKE_LANES(y, store256, 4, my, p, j + 4, at, val, k);
     }
+    if (j + 4 <= n) { /* (a live run is often a few small objects) */
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + j));
+        unsigned mx = hits4(x, b, sign, lim, filter);
+        if (unlikely(mx))
+            TAKE_LANES(x, store256, 4, mx, p, j, at, val, k);
+        j += 4;
+    }
     return k + find_scalar(p + j, n - j, base, span, filter, at + k, val + k);
 }
 
@@ -112,10 +119,13 @@ __attribute__((target("avx512f"))) static unsigned find_avx512(const uintptr_t *
     const void *f0p = (const void *)filter, *f1p = (const void *)(filter + 1);
     unsigned k = 0;
     size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m512i x = _mm512_loadu_si512((const void *)(p + j));
+    /* (The last step's words past n are neither read nor tested: a masked load does not
+     * fault on them. A live run is often a few small objects: no scalar tail.) */
+    for (; j < n; j += 8) {
+        __mmask8 rest = n - j >= 8 ? 0xff : (__mmask8)((1u << (n - j)) - 1);
+        __m512i x = _mm512_maskz_loadu_epi64(rest, (const void *)(p + j));
         __m512i d = _mm512_sub_epi64(x, b);
-        __mmask8 in = _mm512_cmplt_epu64_mask(d, s);
+        __mmask8 in = _mm512_mask_cmplt_epu64_mask(rest, d, s);
         if (!in)
             continue;
         __m512i off = _mm512_and_si512(_mm512_srli_epi64(d, 6), _mm512_set1_epi64(~15LL));
@@ -129,7 +139,7 @@ __attribute__((target("avx512f"))) static unsigned find_avx512(const uintptr_t *
         if (unlikely(m))
             TAKE_LANES(x, store512, 8, m, p, j, at, val, k);
     }
-    return k + find_scalar(p + j, n - j, base, span, filter, at + k, val + k);
+    return k;
 }
 #endif
 
