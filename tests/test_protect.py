@@ -96,6 +96,7 @@ ROOTS = [
     ("protect_root_interior", []),        # (h) an interior pointer
     ("protect_root_interior", ["end"]),   #     one past the end (= the next slot's start)
     ("protect_root_interior", ["wordend"]),  # ... where the filter starts a new word
+    ("protect_root_interior", ["pageend"]),  # ... where the heap's next page begins
     ("protect_root_altstack", []),        # (i) a handler's local on an alternate signal stack
 ]
 

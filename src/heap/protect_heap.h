@@ -86,9 +86,10 @@ struct ph_heap {
     struct ph_meta *meta;       /* one block per page */
     uintptr_t meta_lo, meta_hi; /* every byte of metadata (not a root) */
     /* The mark's filter (scan/mark.c writes it; zero between marks): for each 64 granules of
-     * 16 bytes, two words side by side (one cache line, one miss): [2k] a bit per granule of
-     * a candidate of the mark in progress, [2k+1] a bit for the granule right after a
-     * candidate that fills its slot (a pointer there may be one past its end). */
+     * 16 bytes, two words side by side (one cache line, one miss): [2k+1] a bit for the
+     * granule right after a candidate that fills its slot (a pointer there may be one past
+     * its end), [2k] a bit per granule of a candidate of the mark in progress and those
+     * bits of [2k+1] too (the mark's word filter reads one word: scan/words.h). */
     _Atomic uint64_t *cand;
     _Atomic uintptr_t used_pages; /* pages ever handed out (descriptors to visit) */
 };

@@ -161,9 +161,11 @@ static void dangling_line(uintptr_t start, size_t size, uintptr_t w) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * The filter: a bit per 16-byte granule of the heap, set for every candidate's granules
- * (dense and small: 1/128 of the heap; the lookups of a pointer into a live object, the
- * common case, stop at one bit). */
+ * The filter: two words per 64 granules of 16 bytes (scan/words.h). The first has a bit set
+ * for every candidate's granules and for the granule right after the end of a candidate that
+ * fills its slot; the second, for those ends only. Dense and small (1/64 of the heap), and a
+ * word pointing into a live object, the common case, is tested against one bit of the first
+ * (in the vector registers: words.c). */
 
 static inline size_t granule(uintptr_t a) { return (a - ph.lo) >> 4; }
 static inline bool cand_bit(size_t g) {
@@ -178,23 +180,31 @@ static inline void end_mark(uintptr_t a, size_t len, bool set) {
     size_t g = granule(a + len);
     if (a + len >= ph.hi)
         return;
-    /* (Atomic: the next page's words may be another team thread's to fill meanwhile.) */
+    /* (Atomic: the next page's words may be another team thread's to fill meanwhile.)
+     * Cleared in pass 2 only, when no thread reads the filter: the first word's bit may be
+     * the next candidate's own too, and is cleared with it. */
     uint64_t m = 1ULL << (g % 64);
-    if (set)
+    if (set) {
+        atomic_fetch_or_explicit(&ph.cand[g / 64 * 2], m, memory_order_relaxed);
         atomic_fetch_or_explicit(&ph.cand[g / 64 * 2 + 1], m, memory_order_relaxed);
-    else
+    } else {
+        atomic_fetch_and_explicit(&ph.cand[g / 64 * 2], ~m, memory_order_relaxed);
         atomic_fetch_and_explicit(&ph.cand[g / 64 * 2 + 1], ~m, memory_order_relaxed);
+    }
 }
 
 /* Set (or clear) the bits of [a, a + len), len a multiple of 16. Pass 1 (world stopped) sets
- * and pass 2 clears them from the marking thread alone: plain stores. */
+ * and pass 2 clears them. Atomic: the first word may take the end bit of the object before
+ * (end_mark) from another team thread meanwhile. */
 static void cand_range(uintptr_t a, size_t len, bool set) {
     size_t g = granule(a), n = len >> 4;
     while (n) {
         size_t b = g % 64, k = 64 - b < n ? 64 - b : n;
         uint64_t m = (k == 64 ? ~0ULL : ((1ULL << k) - 1)) << b;
-        uint64_t v = atomic_load_explicit(&ph.cand[g / 64 * 2], memory_order_relaxed);
-        atomic_store_explicit(&ph.cand[g / 64 * 2], set ? v | m : v & ~m, memory_order_relaxed);
+        if (set)
+            atomic_fetch_or_explicit(&ph.cand[g / 64 * 2], m, memory_order_relaxed);
+        else
+            atomic_fetch_and_explicit(&ph.cand[g / 64 * 2], ~m, memory_order_relaxed);
         g += k;
         n -= k;
     }
@@ -424,7 +434,9 @@ static void mark_end(uintptr_t w) {
         mark_large(i, pg, w);
 }
 
-/* w is inside the heap: mark the candidate it points into, or one past the end of. */
+/* w is inside the heap: mark the candidate it points into, or one past the end of. (The
+ * first filter word's bit is also set at an end: the object that begins there is looked up
+ * too, and marked only if it is a candidate, or was freed meanwhile.) */
 static void mark_addr(uintptr_t w) {
     size_t g = granule(w);
     if ((w & 15) == 0 && end_bit(g))
@@ -551,10 +563,15 @@ static void candidates(size_t first, size_t last) {
                 continue;
             if (mark_state.cand_pages)
                 cand_page(i);
+            /* (The first word of the page may hold the previous page's last end bit, set
+             * by another team thread meanwhile: or'ed in. The others are this page's.) */
             _Atomic uint64_t *f = &ph.cand[granule(base) / 64 * 2];
             for (unsigned w = 0; w < PH_MAX_WORDS; w++) {
-                if (cw[w])
-                    atomic_store_explicit(&f[2 * w], cw[w], memory_order_relaxed);
+                uint64_t first = cw[w] | ew[w];
+                if (first && w == 0)
+                    atomic_fetch_or_explicit(&f[0], first, memory_order_relaxed);
+                else if (first)
+                    atomic_store_explicit(&f[2 * w], first, memory_order_relaxed);
                 if (ew[w])
                     atomic_fetch_or_explicit(&f[2 * w + 1], ew[w], memory_order_relaxed);
             }

@@ -8,10 +8,7 @@
 /* Does w, inside [base, base + span), hit the filter? */
 static inline bool hits(uintptr_t w, uintptr_t base, const _Atomic uint64_t *filter) {
     uintptr_t g = (w - base) >> 4;
-    const _Atomic uint64_t *f = &filter[g / 64 * 2];
-    uint64_t bit = 1ULL << (g % 64);
-    return (atomic_load_explicit(&f[0], memory_order_relaxed) & bit) ||
-           ((w & 15) == 0 && (atomic_load_explicit(&f[1], memory_order_relaxed) & bit));
+    return (atomic_load_explicit(&filter[g / 64 * 2], memory_order_relaxed) >> (g % 64)) & 1;
 }
 
 static unsigned find_scalar(const uintptr_t *p, size_t n, uintptr_t base, uintptr_t span,
@@ -50,7 +47,7 @@ static inline void store256(void *to, __m256i v) { _mm256_storeu_si256((__m256i 
 /* Four words x: the mask of those that hit the filter. Unsigned a < s is signed
  * (a ^ sign) < (s ^ sign): AVX2 compares 64-bit lanes signed only. A granule's filter
  * word is at byte (x - base) >> 10 << 4 of the filter: gathered for the lanes in the heap
- * only (the others are not read), the end word for those 16-aligned too. */
+ * only (the others are not read). */
 __attribute__((target("avx2"))) static inline unsigned hits4(__m256i x, __m256i b, __m256i sign,
                                                              __m256i lim,
                                                              const _Atomic uint64_t *filter) {
@@ -58,16 +55,12 @@ __attribute__((target("avx2"))) static inline unsigned hits4(__m256i x, __m256i 
     __m256i d = _mm256_sub_epi64(x, b);
     __m256i in = _mm256_cmpgt_epi64(lim, _mm256_xor_si256(d, sign));
     __m256i off = _mm256_and_si256(_mm256_srli_epi64(d, 6), _mm256_set1_epi64x(~15LL));
-    __m256i f0 = _mm256_mask_i64gather_epi64(z, (const long long *)(const void *)filter, off,
-                                             in, 1);
-    __m256i al = _mm256_and_si256(
-        in, _mm256_cmpeq_epi64(_mm256_and_si256(x, _mm256_set1_epi64x(15)), z));
-    __m256i f1 = _mm256_mask_i64gather_epi64(z, (const long long *)(const void *)(filter + 1),
-                                             off, al, 1);
+    __m256i f = _mm256_mask_i64gather_epi64(z, (const long long *)(const void *)filter, off,
+                                            in, 1);
     __m256i bit = _mm256_sllv_epi64(_mm256_set1_epi64x(1),
                                     _mm256_and_si256(_mm256_srli_epi64(d, 4),
                                                      _mm256_set1_epi64x(63)));
-    __m256i h = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_or_si256(f0, f1), bit), z);
+    __m256i h = _mm256_cmpeq_epi64(_mm256_and_si256(f, bit), z);
     return (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(h)) ^ 15;
 }
 
@@ -116,7 +109,7 @@ __attribute__((target("avx512f"))) static unsigned find_avx512(const uintptr_t *
     const __m512i b = _mm512_set1_epi64((long long)base);
     const __m512i s = _mm512_set1_epi64((long long)span);
     const __m512i z = _mm512_setzero_si512();
-    const void *f0p = (const void *)filter, *f1p = (const void *)(filter + 1);
+    const void *fp = (const void *)filter;
     unsigned k = 0;
     size_t j = 0;
     /* (The last step's words past n are neither read nor tested: a masked load does not
@@ -129,13 +122,11 @@ __attribute__((target("avx512f"))) static unsigned find_avx512(const uintptr_t *
         if (!in)
             continue;
         __m512i off = _mm512_and_si512(_mm512_srli_epi64(d, 6), _mm512_set1_epi64(~15LL));
-        __m512i f0 = _mm512_mask_i64gather_epi64(z, in, off, f0p, 1);
-        __mmask8 al = _mm512_mask_testn_epi64_mask(in, x, _mm512_set1_epi64(15));
-        __m512i f1 = _mm512_mask_i64gather_epi64(z, al, off, f1p, 1);
+        __m512i f = _mm512_mask_i64gather_epi64(z, in, off, fp, 1);
         __m512i bit = _mm512_sllv_epi64(_mm512_set1_epi64(1),
                                         _mm512_and_si512(_mm512_srli_epi64(d, 4),
                                                          _mm512_set1_epi64(63)));
-        unsigned m = _mm512_test_epi64_mask(_mm512_or_si512(f0, f1), bit);
+        unsigned m = _mm512_test_epi64_mask(f, bit);
         if (unlikely(m))
             TAKE_LANES(x, store512, 8, m, p, j, at, val, k);
     }

@@ -3,17 +3,17 @@
  * The mark reads every live byte of the heap and every root, and most words mark nothing:
  * this is its inner loop. A word may mark when it points into [base, base + span) (the heap)
  * and the filter's bit for it is set. The filter holds, for each 64 granules of 16 bytes of
- * the heap (a KiB), two words: bit g % 64 of the first is set when granule g belongs to a
- * candidate, of the second when granule g begins right after the end of a candidate that
- * fills its slot (so a word that is 16-aligned and points there is one past its end).
+ * the heap (a KiB), two words; this module reads the first, whose bit g % 64 is set when
+ * granule g belongs to a candidate or begins right after the end of one (the mark tells the
+ * two apart: scan/mark.c).
  *
- * The filter is tested in the vector registers, a gather of the filter words of 4 or 8
- * heap pointers at a time (AVX2, AVX-512F; chosen once at init): in a heap of objects that
- * point to each other (CPython's), a fifth to a half of the words point into the heap, and
- * taking each of those out of the vector to test its bit one by one cost 2-4 times the
- * reading (docs/benchmarks.md, "The filter in the vector registers"). Each word is read
- * once and what is returned is the value tested: while the world runs (a concurrent mark) a
- * word may change between two reads (a free zeroing it). */
+ * The bits are tested in the vector registers, a gather of the filter words of 4 or 8 heap
+ * pointers at a time (AVX2, AVX-512F; chosen once at init): in a heap of objects that point
+ * to each other (CPython's), a fifth to a half of the words point into the heap, and taking
+ * each of those out of the vector to test its bit cost 2-4 times the reading (docs/
+ * benchmarks.md, "The mark's word filter in the vector registers"). Each word is read once
+ * and what is returned is the value tested: while the world runs (a concurrent mark) a word
+ * may change between two reads (a free zeroing it). */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

@@ -145,12 +145,17 @@ static inline __attribute__((unused)) int churn_for(uintptr_t masked, double sec
  * come back, more churn until it does (at most 10 s). A loaded machine may run the marks late
  * for the churn the phase gives them; a passing run pays nothing, a release that never comes
  * still counts 0. */
-static inline __attribute__((unused)) int released_within(uintptr_t masked, int hits,
-                                                          double secs) {
+static inline __attribute__((unused)) int released_within_of(uintptr_t masked, int hits,
+                                                             double secs, size_t size) {
     double end = now_seconds() + secs;
     while (hits == 0 && now_seconds() < end)
-        hits += churn(masked, 20);
+        hits += churn_of(masked, 20, size, BATCH);
     return hits;
+}
+
+static inline __attribute__((unused)) int released_within(uintptr_t masked, int hits,
+                                                          double secs) {
+    return released_within_of(masked, hits, secs, OBJ_SIZE);
 }
 
 /* How long a released phase may wait: PROTECT_RELEASE_WAIT_S=N seconds (10 without it; 0 for
