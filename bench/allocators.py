@@ -15,6 +15,9 @@ OSCAR = "@oscar"  # placeholder for <build>/src/liboscar.so, resolved at run tim
 # placeholder for MarkUs's libgc.so: $OSCAR_MARKUS_LIB, else <build>/markus/lib/libgc.so, as
 # bench/build_markus.sh installs it (its source is not in Debian: docs/benchmarks.md)
 MARKUS = "@markus"
+# placeholder for <build>/bench/shims/libdelayfree.so: glibc (or the allocator preloaded after
+# it) with a quarantine and nothing else, what delaying reuse costs by itself
+DELAYFREE = "@delayfree"
 
 
 @dataclasses.dataclass
@@ -65,6 +68,12 @@ EXTRA = [
     Allocator("markus", MARKUS, MARKUS_LOG,
               note="MarkUs (S&P 2020): quarantine + stop-the-world conservative mark on the "
                    "Boehm collector; built by bench/build_markus.sh"),
+    Allocator("glibc-delay", DELAYFREE, {"DELAYFREE_KIB": "1024"},
+              note="glibc, each freed object zeroed and held until 1 MiB of later frees "
+                   "passed (bench/shims/delayfree.c): a quarantine with no mark"),
+    Allocator("mimalloc-delay", (DELAYFREE, "libmimalloc.so.2"), {"DELAYFREE_KIB": "1024"},
+              package="libmimalloc2.0",
+              note="the same in front of mimalloc: the floor under protect mode's time"),
     Allocator("oscar-strict", OSCAR, {"OSCAR_MODE": "strict"}, note="OSCAR_MODE=strict"),
     Allocator("oscar-protect", OSCAR, {"OSCAR_MODE": "protect"},
               note="OSCAR_MODE=protect: poison + quarantine, conservative mark, reuse what no "
@@ -156,6 +165,13 @@ def markus_lib(oscar_lib):
 
 
 def _locate(lib, oscar_lib):
+    if isinstance(lib, tuple):  # (preloaded together, in this order)
+        paths = [_locate(one, oscar_lib) for one in lib]
+        return None if None in paths else " ".join(paths)
+    if lib is DELAYFREE:
+        build = os.path.dirname(os.path.dirname(oscar_lib or ""))
+        path = os.path.join(build, "bench", "shims", "libdelayfree.so")
+        return path if os.path.exists(path) else None
     if lib is OSCAR:
         return oscar_lib if oscar_lib and os.path.exists(oscar_lib) else None
     if lib is MARKUS:
@@ -199,7 +215,8 @@ def resolve(allocators, oscar_lib, install, log):
     `skip: <name>: <reason>` line for each of the others."""
     if install:
         missing = [a.package for a in allocators
-                   if a.lib not in (None, OSCAR, MARKUS) and a.package and not _locate(a.lib, oscar_lib)]
+                   if a.lib not in (None, OSCAR, MARKUS, DELAYFREE) and a.package
+                   and not _locate(a.lib, oscar_lib)]
         apt_install(sorted(set(missing)), log)
     ready = []
     for a in allocators:
@@ -213,6 +230,8 @@ def resolve(allocators, oscar_lib, install, log):
             elif a.lib is MARKUS:
                 why = ("%s not found (its source is not in Debian: bench/build_markus.sh SRC "
                        "<build>/markus, or set OSCAR_MARKUS_LIB)" % markus_lib(oscar_lib))
+            elif a.lib is DELAYFREE:
+                why = "bench/shims/libdelayfree.so not built (build the project first)"
             elif a.package:
                 why = "%s not found (Debian package %s; rerun with --install)" % (a.lib, a.package)
             else:

@@ -335,7 +335,7 @@ SUITES = {
         "workloads": ["churn", "cpython", "speedtest1", "prodcons2", "scanstress", "redis",
                       "nginx"],
         "allocators": ["glibc", "mimalloc", "jemalloc", "scudo", "scudo-quarantine", "markus",
-                       "oscar-strict", "oscar-fast", "oscar-protect", "oscar-protect-stop",
+                       "glibc-delay", "mimalloc-delay", "oscar-strict", "oscar-fast", "oscar-protect", "oscar-protect-stop",
                        "oscar-protect-1thread"],
     },
 }

@@ -145,13 +145,13 @@ def test_protect_suite(build, tmp_path):
     measured as another mode); peers' system calls counted; the pause sweep's table and CSV."""
     build.require_lib()
     proc = run_bench("--suite", "protect", "--smoke", "--workloads", ",".join(PROTECT_WORKLOADS),
-                     "--allocators", "glibc,oscar-fast,oscar-protect", "--syscalls", "on",
+                     "--allocators", "glibc,glibc-delay,oscar-fast,oscar-protect", "--syscalls", "on",
                      "--out", str(tmp_path), timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     with open(tmp_path / "results.csv") as f:
         cells = {(r["workload"], r["allocator"]): r for r in csv.DictReader(f)}
     for w in PROTECT_WORKLOADS:
-        for a in ("glibc", "oscar-fast"):
+        for a in ("glibc", "glibc-delay", "oscar-fast"):  # (glibc-delay: the shim, built)
             assert cells[(w, a)]["status"] == "ok", cells[(w, a)]
         protect = cells[(w, "oscar-protect")]
         assert protect["status"] == "ok" or protect["status"].startswith("rejected: OSCAR_MODE"), protect
