@@ -218,6 +218,26 @@ def test_pointer_only_a_queued_signal_holds(runner, how):
     assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
 
 
+@pytest.mark.parametrize("how", ["", "raw", "dup"])
+def test_pointer_only_an_eventfd_counter_holds(runner, how):
+    """A freed object whose only pointer was written to an eventfd (made by libc's function, by
+    the system call before the first mark, or read through a copy of the descriptor, the
+    first closed) and not read yet: not handed out again (protect mode reads each eventfd's
+    counter from /proc/self/fdinfo), the read gives the freed address back, and once it is
+    dropped the object is handed out again. With nothing written (control), at once. Before,
+    held_reused 19."""
+    res = runner.oscar("protect_eventfd_held", *([how] if how else []), env=FREQUENT)
+    v = parse_values(res.stdout)
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()
+    assert v.get("eventfd_returns_freed") == 1 and v.get("held_reused") == 0, res.describe()
+    assert v.get("released_reused", 0) > 0, res.describe()
+    res = runner.oscar("protect_eventfd_held", "control", env=FREQUENT)
+    assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
+    if not how:  # OSCAR_DANGLING=report names the counter as where the pointer lies
+        res = runner.oscar("protect_eventfd_held", env=dict(FREQUENT, OSCAR_DANGLING="report"))
+        assert "(kernel: counter of eventfd descriptor " in res.stderr, res.describe()
+
+
 def test_timer_root_check_can_fail(runner):
     """Once the timer is deleted nothing holds the object: it is handed out again."""
     res = runner.oscar("protect_timer_held", "delete", env=FREQUENT)

@@ -1,10 +1,10 @@
 /* export_kroots: the calls that hand the kernel a pointer it keeps, noted for the mark
  * (scan/kroots.h): an epoll instance, or a copy of its descriptor (the user data of its
- * registrations are roots), a POSIX timer (its sigevent's value), a signal queued to the
- * process itself (its value, while pending), and a pipe or a stream socket pair (what is
- * written to it and not read yet). libc's functions do the work; errno is theirs. Cheap in
- * every mode (a scan of two tables of 1024 ints for a copy of a descriptor; nothing for
- * fcntl's other commands). */
+ * registrations are roots), an eventfd or a copy (its counter), a POSIX timer (its
+ * sigevent's value), a signal queued to the process itself (its value, while pending), and a
+ * pipe or a stream socket pair (what is written to it and not read yet). libc's functions do
+ * the work; errno is theirs. Cheap in every mode (a scan of three tables of 1024 ints for a
+ * copy of a descriptor; nothing for fcntl's other commands). */
 #define _GNU_SOURCE
 #include "base/core.h"
 #include "export/real.h"
@@ -16,12 +16,14 @@
 #include <stdarg.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 DECLARE(int, epoll_create, int)
 DECLARE(int, epoll_create1, int)
+DECLARE(int, eventfd, unsigned int, int)
 DECLARE(int, dup, int)
 DECLARE(int, dup2, int, int)
 DECLARE(int, dup3, int, int, int)
@@ -35,8 +37,9 @@ DECLARE(int, pipe2, int *, int)
 DECLARE(int, socketpair, int, int, int, int *)
 
 __attribute__((constructor)) static void find_real_functions(void) {
-    void *all[] = {real_fn_epoll_create(), real_fn_epoll_create1(), real_fn_dup(),
-                   real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(), real_fn_fcntl64(),
+    void *all[] = {real_fn_epoll_create(), real_fn_epoll_create1(), real_fn_eventfd(),
+                   real_fn_dup(), real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(),
+                   real_fn_fcntl64(),
                    real_fn_timer_create(), real_fn_sigqueue(), real_fn_pthread_sigqueue(),
                    real_fn_pipe(), real_fn_pipe2(), real_fn_socketpair()};
     (void)all;
@@ -54,11 +57,20 @@ OSCAR_EXPORT int epoll_create1(int flags) {
     return fd;
 }
 
+/* An eventfd's counter may hold a value written and not read yet. */
+OSCAR_EXPORT int eventfd(unsigned int initval, int flags) {
+    int fd = real_fn_eventfd()(initval, flags);
+    kroots_note_eventfd(fd);
+    return fd;
+}
+
 /* got is a copy of the descriptor old (or -1): a copy of a noted instance's is noted too, so
  * the instance is still read if the first is closed. */
 static int copied(int old, int got) {
     if (got >= 0 && kroots_is_epoll(old))
         kroots_note_epoll(got);
+    if (got >= 0 && kroots_is_eventfd(old))
+        kroots_note_eventfd(got);
     if (got >= 0 && kroots_is_stream(old))
         kroots_note_stream(got);
     return got;

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 
 #define KROOTS_EPOLL_MAX 1024 /* epoll instances noted at once */
+#define KROOTS_EVENTFD_MAX 1024 /* eventfds noted at once */
 #define KROOTS_BATCH 512      /* user data values handed to the walk at a time */
 #define KROOTS_SIGNALS_MAX 256 /* queued signals' values noted at once */
 #define KROOTS_RINGS_MAX 64    /* io_uring descriptors read at once */
@@ -33,6 +34,8 @@ static struct {
      * 0 (kroots_note_epoll, any thread), cleared by kroots_for_each when the descriptor is
      * closed (the marking thread). */
     atomic_int epfd[KROOTS_EPOLL_MAX];
+    /* fd + 1 of each noted eventfd, the same way (kroots_note_eventfd) */
+    atomic_int efd[KROOTS_EVENTFD_MAX];
     atomic_bool overflow; /* a note found no free slot: set by any thread, never cleared */
     bool searched; /* the first walk looked for instances made before (the marking thread) */
     atomic_bool timers; /* the program made a timer that signals: set by any thread, once */
@@ -73,23 +76,29 @@ static struct {
     void *arg;
 } kroots_state;
 
-bool kroots_is_epoll(int fd) {
-    for (unsigned i = 0; i < KROOTS_EPOLL_MAX; i++)
-        if (atomic_load_explicit(&kroots_state.epfd[i], memory_order_acquire) == fd + 1)
+/* A table of noted descriptors (fd + 1 each, 0 for a free slot). */
+static bool noted_in(atomic_int *slots, unsigned max, int fd) {
+    for (unsigned i = 0; i < max; i++)
+        if (atomic_load_explicit(&slots[i], memory_order_acquire) == fd + 1)
             return true;
     return false;
 }
 
-void kroots_note_epoll(int fd) {
-    if (fd < 0 || kroots_is_epoll(fd))
+static void note_in(atomic_int *slots, unsigned max, int fd) {
+    if (fd < 0 || noted_in(slots, max, fd))
         return;
-    for (unsigned i = 0; i < KROOTS_EPOLL_MAX; i++) {
+    for (unsigned i = 0; i < max; i++) {
         int empty = 0;
-        if (atomic_compare_exchange_strong(&kroots_state.epfd[i], &empty, fd + 1))
+        if (atomic_compare_exchange_strong(&slots[i], &empty, fd + 1))
             return;
     }
     atomic_store(&kroots_state.overflow, true);
 }
+
+bool kroots_is_epoll(int fd) { return noted_in(kroots_state.epfd, KROOTS_EPOLL_MAX, fd); }
+void kroots_note_epoll(int fd) { note_in(kroots_state.epfd, KROOTS_EPOLL_MAX, fd); }
+bool kroots_is_eventfd(int fd) { return noted_in(kroots_state.efd, KROOTS_EVENTFD_MAX, fd); }
+void kroots_note_eventfd(int fd) { note_in(kroots_state.efd, KROOTS_EVENTFD_MAX, fd); }
 
 void kroots_note_timer(void) {
     if (!atomic_load_explicit(&kroots_state.timers, memory_order_relaxed))
@@ -227,6 +236,16 @@ static int registration(char *line, void *arg) {
     return 0;
 }
 
+/* /proc/self/fdinfo/N of an eventfd: "eventfd-count:       7f0123456789" (the counter, a
+ * value a write added and no read took yet). *arg: the line was there (the descriptor is
+ * still an eventfd's). */
+static int counter_line(char *line, void *arg) {
+    if (strncmp(line, "eventfd-count:", 14) == 0)
+        *(bool *)arg = true;
+    value_after(line, "eventfd-count:", "eventfd-count:");
+    return 0;
+}
+
 /* /proc/self/timers: "signal: 34/00007f0123456789" (the signal, then sigev_value). */
 static int timer_line(char *line, void *arg) {
     (void)arg;
@@ -348,7 +367,30 @@ static int each_fd_to(const char *link_wanted, void (*fn)(int fd)) {
 
 /* Epoll instances the wrappers did not see: inherited across exec, or made before Oscar was
  * loaded. Once, at the first walk. */
-static void note_existing(void) { each_fd_to("anon_inode:[eventpoll]", kroots_note_epoll); }
+static void note_existing(void) {
+    each_fd_to("anon_inode:[eventpoll]", kroots_note_epoll);
+    each_fd_to("anon_inode:[eventfd]", kroots_note_eventfd);
+}
+
+/* The counter of every noted eventfd, as a root. One that is closed, or whose number is
+ * another file's now, is forgotten (unless noted again meanwhile). 0 or -errno. */
+static int eventfd_counters(void) {
+    for (unsigned i = 0; i < KROOTS_EVENTFD_MAX; i++) {
+        int v = atomic_load_explicit(&kroots_state.efd[i], memory_order_acquire);
+        if (!v)
+            continue;
+        char path[64];
+        bool found = false;
+        fdinfo_of(v - 1, path, "counter of eventfd descriptor ", "");
+        int err = proc_lines(path, kroots_state.buf, counter_line, &found);
+        flush(); /* (before the next one's name) */
+        if (err == -ENOENT || err == -EBADF || (!err && !found))
+            atomic_compare_exchange_strong(&kroots_state.efd[i], &v, 0);
+        else if (err)
+            return err;
+    }
+    return 0;
+}
 
 void kroots_rings(uint64_t digest) { kroots_state.rings = digest; }
 
@@ -678,7 +720,9 @@ int kroots_for_each(roots_fn fn, void *arg) {
             kroots_note_timer();
         flush();
     }
-    int err = queued_signals();
+    int err = eventfd_counters();
+    if (!err)
+        err = queued_signals();
     if (!err)
         err = io_uring_roots();
     if (!err)

@@ -7,7 +7,10 @@
  * epoll_create1, and dup, dup2, dup3, fcntl's F_DUPFD of one; the first walk also finds the
  * instances made before, /proc/self/fd); a mark reads each one's registrations from
  * /proc/self/fdinfo/<fd> (a line per watched descriptor, with its user data) and scans those
- * values as a root. Likewise the value of a POSIX timer's sigevent, once the program made a
+ * values as a root. Likewise the counter of each eventfd the program made (eventfd, a copy of
+ * one, or found by the first walk; "eventfd-count" in its fdinfo: a value written and not
+ * read yet, which an event loop may use to pass an object with the wakeup), the value of a
+ * POSIX timer's sigevent, once the program made a
  * timer that signals (/proc/self/timers), and the values of the signals the program queued to
  * itself with sigqueue or pthread_sigqueue, while one of that number is pending (ShdPnd and
  * each thread's SigPnd in /proc/self/status). An io_uring's completions wait in its ring,
@@ -38,6 +41,10 @@ void kroots_note_signal(int sig, uintptr_t value);
 void kroots_rings(uint64_t digest);
 /* fd is an epoll instance's that was noted: copies are noted as well (dup). */
 bool kroots_is_epoll(int fd);
+/* fd is an eventfd's (eventfd, or a copy of a noted one): its counter is a root (any thread,
+ * lock-free; signal-safe). */
+void kroots_note_eventfd(int fd);
+bool kroots_is_eventfd(int fd);
 /* fd is the read end of a pipe, or an end of a local socket pair, the program made (pipe,
  * pipe2, socketpair; or a copy of one): what is written to it and not read yet is a root
  * (any thread, lock-free; signal-safe). */
@@ -48,11 +55,11 @@ bool kroots_is_stream(int fd);
  * closed. From roots_for_each: the marking thread with the world stopped, one walk at a time
  * (its buffers are static), holding what its caller holds (a mark, or strict mode's proof
  * of recycled addresses) and taking no lock.
- * 0, or -errno (then no proof holds): -ENOSPC when the program had more epoll instances than
- * could be noted (or more queued signals, while any signal is pending, or more io_urings
- * than are read), -ENOTSUP when it made a timer and the kernel has no /proc/self/timers,
- * -EBUSY when an io_uring's buffers could not be listed (its lock stayed busy), -EMSGSIZE
- * when what a pipe or socket pair holds could not be read whole, -EMFILE when no descriptor
- * was left to read a pipe through. */
+ * 0, or -errno (then no proof holds): -ENOSPC when the program had more epoll instances (or
+ * eventfds) than could be noted (or more queued signals, while any signal is pending, or
+ * more io_urings than are read), -ENOTSUP when it made a timer and the kernel has no
+ * /proc/self/timers, -EBUSY when an io_uring's buffers could not be listed (its lock stayed
+ * busy), -EMSGSIZE when what a pipe or socket pair holds could not be read whole, -EMFILE
+ * when no descriptor was left to read a pipe through. */
 int kroots_for_each(roots_fn fn, void *arg);
 #endif
