@@ -147,7 +147,13 @@ void words_init(void) {
      * that the kernel saves the vector registers.) */
     __builtin_cpu_init();
     words_state.avx2 = __builtin_cpu_supports("avx2");
-    words_state.avx512 = __builtin_cpu_supports("avx512f");
+    /* AVX-512 only from the CPUs that also have VBMI2 (Intel's Ice Lake on, AMD's Zen 4):
+     * before them (Skylake-SP, Cascade Lake) a core that runs 512-bit instructions slows its
+     * clock for a while after, and a program that marks every millisecond or two (churn)
+     * would run its own code slower. Here AVX-512 reads 5-20% faster than AVX2
+     * (docs/benchmarks.md). */
+    words_state.avx512 = __builtin_cpu_supports("avx512f") &&
+                         __builtin_cpu_supports("avx512vbmi2");
     words_state.kernel = words_state.avx512 ? KERNEL_AVX512
                          : words_state.avx2 ? KERNEL_AVX2
                                             : KERNEL_SCALAR;
