@@ -10,6 +10,7 @@
 #include "base/core.h"
 #include "export/real.h"
 #include "export/waits.h"
+#include "scan/kroots.h"
 
 #include <poll.h>
 #include <semaphore.h>
@@ -282,6 +283,9 @@ OSCAR_EXPORT ssize_t msgrcv(int id, void *msg, size_t size, long type, int flags
 
 OSCAR_EXPORT int msgsnd(int id, const void *msg, size_t size, int flags) {
     int r;
+    /* The message waits in the kernel until received: the queue is a root (scan/kroots.h),
+     * noted before the send, so a mark right after it finds the queue noted. */
+    kroots_note_msgq(id);
     WAIT_AGAIN(r, REAL(msgsnd, id, msg, size, flags));
     return r;
 }

@@ -11,12 +11,15 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/msg.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
 #define KROOTS_EPOLL_MAX 1024 /* epoll instances noted at once */
 #define KROOTS_EVENTFD_MAX 1024 /* eventfds noted at once */
+#define KROOTS_MSGQ_MAX 256     /* System V message queues noted at once */
+#define MSGQ_TEXT_MAX 65536     /* a message's text read at once (msgmax is 8 KiB by default) */
 #define KROOTS_BATCH 512      /* user data values handed to the walk at a time */
 #define KROOTS_SIGNALS_MAX 256 /* queued signals' values noted at once */
 #define KROOTS_RINGS_MAX 64    /* io_uring descriptors read at once */
@@ -36,6 +39,8 @@ static struct {
     atomic_int epfd[KROOTS_EPOLL_MAX];
     /* fd + 1 of each noted eventfd, the same way (kroots_note_eventfd) */
     atomic_int efd[KROOTS_EVENTFD_MAX];
+    /* id + 1 of each System V message queue the program sent to, the same way */
+    atomic_int msqid[KROOTS_MSGQ_MAX];
     atomic_bool overflow; /* a note found no free slot: set by any thread, never cleared */
     bool searched; /* the first walk looked for instances made before (the marking thread) */
     atomic_bool timers; /* the program made a timer that signals: set by any thread, once */
@@ -72,6 +77,8 @@ static struct {
     size_t ncarry;
     unsigned char joined[7 + STREAM_CHUNK];
     char dents[4096];
+    /* A message copied from a queue (message_queues): its type, then its text. */
+    unsigned char message[sizeof(long) + MSGQ_TEXT_MAX];
     roots_fn fn;
     void *arg;
 } kroots_state;
@@ -99,6 +106,7 @@ bool kroots_is_epoll(int fd) { return noted_in(kroots_state.epfd, KROOTS_EPOLL_M
 void kroots_note_epoll(int fd) { note_in(kroots_state.epfd, KROOTS_EPOLL_MAX, fd); }
 bool kroots_is_eventfd(int fd) { return noted_in(kroots_state.efd, KROOTS_EVENTFD_MAX, fd); }
 void kroots_note_eventfd(int fd) { note_in(kroots_state.efd, KROOTS_EVENTFD_MAX, fd); }
+void kroots_note_msgq(int id) { note_in(kroots_state.msqid, KROOTS_MSGQ_MAX, id); }
 
 void kroots_note_timer(void) {
     if (!atomic_load_explicit(&kroots_state.timers, memory_order_relaxed))
@@ -684,6 +692,54 @@ static int stream_roots(void) {
     return atomic_load(&kroots_state.stream_overflow) ? every_stream() : 0;
 }
 
+#ifndef MSG_COPY
+#define MSG_COPY 040000 /* (Linux's, not in every libc's headers) */
+#endif
+
+/* The messages waiting in each System V queue the program sent to, copied without taking
+ * them (msgrcv's MSG_COPY, by index), their text's bytes at every offset as values (a message
+ * is a record of the program's making: a pointer may lie anywhere in it). A queue removed
+ * is forgotten; one this process may not read is passed over (no receive of its own could
+ * give a pointer back). 0 or -errno: -ENOTSUP without MSG_COPY (a kernel built without
+ * CONFIG_CHECKPOINT_RESTORE), -EMSGSIZE for a message longer than MSGQ_TEXT_MAX. */
+static int message_queues(void) {
+    for (unsigned i = 0; i < KROOTS_MSGQ_MAX; i++) {
+        int v = atomic_load_explicit(&kroots_state.msqid[i], memory_order_acquire);
+        if (!v)
+            continue;
+        struct msqid_ds ds;
+        long r = os_syscall(SYS_msgctl, v - 1, IPC_STAT, (long)&ds, 0, 0);
+        if (r == -EINVAL || r == -EIDRM) { /* removed: forget it, unless noted again since */
+            atomic_compare_exchange_strong(&kroots_state.msqid[i], &v, 0);
+            continue;
+        }
+        if (r == -EACCES)
+            continue;
+        if (r < 0)
+            return (int)r;
+        struct fmt g = FMT_INIT(kroots_state.name);
+        fmt_str(&g, "message waiting in System V queue ");
+        fmt_u64(&g, (uint64_t)(v - 1));
+        fmt_char(&g, 0);
+        for (unsigned long k = 0; k < ds.msg_qnum; k++) {
+            long n = os_syscall(SYS_msgrcv, v - 1, (long)kroots_state.message, MSGQ_TEXT_MAX,
+                                (long)k, IPC_NOWAIT | MSG_COPY);
+            if (n == -ENOMSG || n == -EIDRM || n == -EINVAL)
+                break; /* (fewer now: taken by another process meanwhile, or removed) */
+            if (n == -E2BIG)
+                return -EMSGSIZE;
+            if (n == -ENOSYS)
+                return -ENOTSUP;
+            if (n < 0)
+                return (int)n;
+            kroots_state.ncarry = 0;
+            stream_bytes(kroots_state.message + sizeof(long), (size_t)n);
+        }
+        flush(); /* (before the next one's name) */
+    }
+    return 0;
+}
+
 int kroots_for_each(roots_fn fn, void *arg) {
     bool first = !kroots_state.searched;
     if (first) {
@@ -721,6 +777,8 @@ int kroots_for_each(roots_fn fn, void *arg) {
         flush();
     }
     int err = eventfd_counters();
+    if (!err)
+        err = message_queues();
     if (!err)
         err = queued_signals();
     if (!err)

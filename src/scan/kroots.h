@@ -9,7 +9,9 @@
  * /proc/self/fdinfo/<fd> (a line per watched descriptor, with its user data) and scans those
  * values as a root. Likewise the counter of each eventfd the program made (eventfd, a copy of
  * one, or found by the first walk; "eventfd-count" in its fdinfo: a value written and not
- * read yet, which an event loop may use to pass an object with the wakeup), the value of a
+ * read yet, which an event loop may use to pass an object with the wakeup), the messages
+ * waiting in the System V queues it sent to (copied without taking them: msgrcv's MSG_COPY,
+ * their bytes at every offset), the value of a
  * POSIX timer's sigevent, once the program made a
  * timer that signals (/proc/self/timers), and the values of the signals the program queued to
  * itself with sigqueue or pthread_sigqueue, while one of that number is pending (ShdPnd and
@@ -45,6 +47,9 @@ bool kroots_is_epoll(int fd);
  * lock-free; signal-safe). */
 void kroots_note_eventfd(int fd);
 bool kroots_is_eventfd(int fd);
+/* The program is sending to System V message queue id (msgsnd): the messages waiting in it
+ * are roots (any thread, lock-free; signal-safe). */
+void kroots_note_msgq(int id);
 /* fd is the read end of a pipe, or an end of a local socket pair, the program made (pipe,
  * pipe2, socketpair; or a copy of one): what is written to it and not read yet is a root
  * (any thread, lock-free; signal-safe). */
@@ -56,10 +61,11 @@ bool kroots_is_stream(int fd);
  * (its buffers are static), holding what its caller holds (a mark, or strict mode's proof
  * of recycled addresses) and taking no lock.
  * 0, or -errno (then no proof holds): -ENOSPC when the program had more epoll instances (or
- * eventfds) than could be noted (or more queued signals, while any signal is pending, or
- * more io_urings than are read), -ENOTSUP when it made a timer and the kernel has no
- * /proc/self/timers, -EBUSY when an io_uring's buffers could not be listed (its lock stayed
- * busy), -EMSGSIZE when what a pipe or socket pair holds could not be read whole, -EMFILE
- * when no descriptor was left to read a pipe through. */
+ * eventfds, or message queues) than could be noted (or more queued signals, while any signal
+ * is pending, or more io_urings than are read), -ENOTSUP when it made a timer and the kernel
+ * has no /proc/self/timers, or sent to a message queue and the kernel cannot copy its
+ * messages, -EBUSY when an io_uring's buffers could not be listed (its lock stayed busy),
+ * -EMSGSIZE when what a pipe or socket pair holds, or a message, could not be read whole,
+ * -EMFILE when no descriptor was left to read a pipe through. */
 int kroots_for_each(roots_fn fn, void *arg);
 #endif
