@@ -63,6 +63,15 @@ static struct queue *queue_make(void) {
     return q;
 }
 
+/* The oldest object held goes to the allocator's own free. */
+static void pass_oldest(struct queue *q) {
+    struct held *h = &q->ring[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    q->bytes -= h->size;
+    pass_on(h->p);
+}
+
 void free(void *p) {
     if (!p || resolving)
         return;
@@ -74,21 +83,11 @@ void free(void *p) {
     size_t size = malloc_usable_size(p);
     if (q->zero)
         memset(p, 0, size);
-    if (q->n == q->cap) { /* (full of small objects: the oldest goes first) */
-        struct held *h = &q->ring[q->head];
-        q->head = (q->head + 1) % q->cap;
-        q->n--;
-        q->bytes -= h->size;
-        pass_on(h->p);
-    }
+    if (q->n == q->cap) /* (full of small objects: the oldest goes first) */
+        pass_oldest(q);
     q->ring[(q->head + q->n) % q->cap] = (struct held){p, size};
     q->n++;
     q->bytes += size;
-    while (q->bytes > q->limit) {
-        struct held *h = &q->ring[q->head];
-        q->head = (q->head + 1) % q->cap;
-        q->n--;
-        q->bytes -= h->size;
-        pass_on(h->p);
-    }
+    while (q->bytes > q->limit)
+        pass_oldest(q);
 }

@@ -248,9 +248,10 @@ static int registration(char *line, void *arg) {
  * value a write added and no read took yet). *arg: the line was there (the descriptor is
  * still an eventfd's). */
 static int counter_line(char *line, void *arg) {
-    if (strncmp(line, "eventfd-count:", 14) == 0)
-        *(bool *)arg = true;
-    value_after(line, "eventfd-count:", "eventfd-count:");
+    if (strncmp(line, "eventfd-count:", 14) != 0)
+        return 0;
+    *(bool *)arg = true;
+    value_after(line, "eventfd-count:", ":");
     return 0;
 }
 
@@ -354,46 +355,54 @@ struct fd_link {
     void (*fn)(int fd);
 };
 
+/* arg: fd_link pairs, the last with no link: fn(fd) of each whose link is fd's. */
 static int fd_with_link(int fd, void *arg) {
-    const struct fd_link *l = arg;
     char path[64], link[64];
     struct fmt f = FMT_INIT(path);
     fmt_str(&f, "/proc/self/fd/");
     fmt_u64(&f, (uint64_t)fd);
     fmt_char(&f, 0);
-    if (os_readlink(path, link, sizeof link) > 0 && strcmp(link, l->wanted) == 0)
-        l->fn(fd);
+    if (os_readlink(path, link, sizeof link) <= 0)
+        return 0;
+    for (const struct fd_link *l = arg; l->wanted; l++)
+        if (strcmp(link, l->wanted) == 0)
+            l->fn(fd);
     return 0;
 }
 
 /* Each descriptor of the process whose /proc/self/fd link is link_wanted: fn(fd). 0 or
  * -errno. */
 static int each_fd_to(const char *link_wanted, void (*fn)(int fd)) {
-    struct fd_link l = {link_wanted, fn};
-    return each_fd(fd_with_link, &l);
+    struct fd_link l[] = {{link_wanted, fn}, {NULL, NULL}};
+    return each_fd(fd_with_link, l);
 }
 
-/* Epoll instances the wrappers did not see: inherited across exec, or made before Oscar was
- * loaded. Once, at the first walk. */
+/* Epoll instances and eventfds the wrappers did not see: inherited across exec, or made
+ * before Oscar was loaded. Once, at the first walk, in one pass over /proc/self/fd. */
 static void note_existing(void) {
-    each_fd_to("anon_inode:[eventpoll]", kroots_note_epoll);
-    each_fd_to("anon_inode:[eventfd]", kroots_note_eventfd);
+    static const struct fd_link kinds[] = {{"anon_inode:[eventpoll]", kroots_note_epoll},
+                                           {"anon_inode:[eventfd]", kroots_note_eventfd},
+                                           {NULL, NULL}};
+    each_fd(fd_with_link, (void *)kinds);
 }
 
-/* The counter of every noted eventfd, as a root. One that is closed, or whose number is
- * another file's now, is forgotten (unless noted again meanwhile). 0 or -errno. */
-static int eventfd_counters(void) {
-    for (unsigned i = 0; i < KROOTS_EVENTFD_MAX; i++) {
-        int v = atomic_load_explicit(&kroots_state.efd[i], memory_order_acquire);
+/* The fdinfo of every descriptor noted in slots (fd + 1 each), its roots found by `line`
+ * (whose arg, a bool, it sets once its kind of line is there) and named `before` fd. One that
+ * is closed is forgotten (unless noted again meanwhile); so is one whose fdinfo lacks that
+ * line, when forget_unless_found (its number is another file's now). 0 or -errno. */
+static int noted_fdinfo(atomic_int *slots, unsigned max, const char *before,
+                        int (*line)(char *line, void *found), bool forget_unless_found) {
+    for (unsigned i = 0; i < max; i++) {
+        int v = atomic_load_explicit(&slots[i], memory_order_acquire);
         if (!v)
             continue;
         char path[64];
         bool found = false;
-        fdinfo_of(v - 1, path, "counter of eventfd descriptor ", "");
-        int err = proc_lines(path, kroots_state.buf, counter_line, &found);
+        fdinfo_of(v - 1, path, before, "");
+        int err = proc_lines(path, kroots_state.buf, line, &found);
         flush(); /* (before the next one's name) */
-        if (err == -ENOENT || err == -EBADF || (!err && !found))
-            atomic_compare_exchange_strong(&kroots_state.efd[i], &v, 0);
+        if (err == -ENOENT || err == -EBADF || (!err && !found && forget_unless_found))
+            atomic_compare_exchange_strong(&slots[i], &v, 0);
         else if (err)
             return err;
     }
@@ -749,25 +758,17 @@ int kroots_for_each(roots_fn fn, void *arg) {
     kroots_state.fn = fn;
     kroots_state.arg = arg;
     kroots_state.n = 0;
-    for (unsigned i = 0; i < KROOTS_EPOLL_MAX; i++) {
-        int v = atomic_load_explicit(&kroots_state.epfd[i], memory_order_acquire);
-        if (!v)
-            continue;
-        char path[64];
-        fdinfo_of(v - 1, path, "user data of epoll descriptor ", "");
-        int err = proc_lines(path, kroots_state.buf, registration, NULL);
-        flush(); /* (before the next instance's name) */
-        if (err == -ENOENT || err == -EBADF) /* closed: forget it, unless noted again since */
-            atomic_compare_exchange_strong(&kroots_state.epfd[i], &v, 0);
-        else if (err)
-            return err;
-    }
+    /* (An epoll instance with nothing registered has no such line: kept.) */
+    int err = noted_fdinfo(kroots_state.epfd, KROOTS_EPOLL_MAX,
+                           "user data of epoll descriptor ", registration, false);
+    if (err)
+        return err;
     /* (The first walk reads them anyway: timers made before, or by the system call.) */
     if (first || atomic_load_explicit(&kroots_state.timers, memory_order_relaxed)) {
         struct fmt g = FMT_INIT(kroots_state.name);
         fmt_str(&g, "value of a timer's sigevent");
         fmt_char(&g, 0);
-        int err = proc_lines("/proc/self/timers", kroots_state.buf, timer_line, NULL);
+        err = proc_lines("/proc/self/timers", kroots_state.buf, timer_line, NULL);
         if (err == -ENOENT && !atomic_load(&kroots_state.timers))
             err = 0; /* (no such file, CONFIG_CHECKPOINT_RESTORE off: fine until a timer) */
         if (err)
@@ -776,7 +777,8 @@ int kroots_for_each(roots_fn fn, void *arg) {
             kroots_note_timer();
         flush();
     }
-    int err = eventfd_counters();
+    err = noted_fdinfo(kroots_state.efd, KROOTS_EVENTFD_MAX, "counter of eventfd descriptor ",
+                       counter_line, true);
     if (!err)
         err = message_queues();
     if (!err)
