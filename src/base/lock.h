@@ -31,7 +31,11 @@
                       thread holds one")                                                    \
     X(SIGNAL_HANDLERS, "signal-handlers", "the program's SIGSEGV/SIGBUS handlers (report/fault.c)") \
     X(PROGRAM_HANDLERS, "program-handlers", "the program's other handlers, behind the counting \
-                      one (export/export_signal.c)")
+                      one (export/export_signal.c)")                                        \
+    X(KROOTS_MQ, "kroots-mq", "copies of the messages sent to POSIX queues (scan/mqlog.c): a  \
+                      leaf, held with every signal blocked and nothing taken under it, so   \
+                      a handler may take it under any lock; fork takes it not, the mark     \
+                      only tries it")
 
 enum lock_rank {
     LOCK_UNRANKED, /* a lock nobody initialised: the debug build refuses to take it */

@@ -2,16 +2,20 @@
  * (scan/kroots.h): an epoll instance, or a copy of its descriptor (the user data of its
  * registrations are roots), an eventfd or a copy (its counter), a POSIX timer (its
  * sigevent's value), a signal queued to the process itself (its value, while pending), and a
- * pipe or a stream socket pair (what is written to it and not read yet). libc's functions do
+ * pipe or a stream socket pair (what is written to it and not read yet), a message sent to a
+ * POSIX queue and a queue's notification (copied: scan/mqlog.h). libc's functions do
  * the work; errno is theirs. Cheap in every mode (a scan of three tables of 1024 ints for a
  * copy of a descriptor; nothing for fcntl's other commands). */
 #define _GNU_SOURCE
 #include "base/core.h"
 #include "export/real.h"
 #include "scan/kroots.h"
+#include "scan/mqlog.h"
 #include "scan/world.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <mqueue.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -35,13 +39,20 @@ DECLARE(int, pthread_sigqueue, pthread_t, int, const union sigval)
 DECLARE(int, pipe, int *)
 DECLARE(int, pipe2, int *, int)
 DECLARE(int, socketpair, int, int, int, int *)
+DECLARE(int, mq_send, mqd_t, const char *, size_t, unsigned)
+DECLARE(int, mq_timedsend, mqd_t, const char *, size_t, unsigned, const struct timespec *)
+DECLARE(ssize_t, mq_receive, mqd_t, char *, size_t, unsigned *)
+DECLARE(ssize_t, mq_timedreceive, mqd_t, char *, size_t, unsigned *, const struct timespec *)
+DECLARE(int, mq_notify, mqd_t, const struct sigevent *)
 
 __attribute__((constructor)) static void find_real_functions(void) {
     void *all[] = {real_fn_epoll_create(), real_fn_epoll_create1(), real_fn_eventfd(),
                    real_fn_dup(), real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(),
                    real_fn_fcntl64(),
                    real_fn_timer_create(), real_fn_sigqueue(), real_fn_pthread_sigqueue(),
-                   real_fn_pipe(), real_fn_pipe2(), real_fn_socketpair()};
+                   real_fn_pipe(), real_fn_pipe2(), real_fn_socketpair(), real_fn_mq_send(),
+                   real_fn_mq_timedsend(), real_fn_mq_receive(), real_fn_mq_timedreceive(),
+                   real_fn_mq_notify()};
     (void)all;
 }
 
@@ -163,5 +174,67 @@ OSCAR_EXPORT int pthread_sigqueue(pthread_t thread, int sig, const union sigval 
     world_program_send_end(&w);
     if (r == 0 && sig > 0)
         kroots_note_signal(sig, (uintptr_t)value.sival_ptr);
+    return r;
+}
+
+/* POSIX message queues: a message waits in the kernel until received, and a queue's
+ * notification keeps its value there until a message arrives; no call reads them without
+ * taking them, so what the program sends is copied as the send returns (scan/mqlog.h).
+ * (libc's mq_send calls its mq_timedsend inside itself: both are wrapped. Without them, a
+ * libc before 2.34 and no librt loaded, the call fails as it would: ENOSYS.) */
+#define MQ_REAL(name, ...)                                                                    \
+    (real_fn_##name() ? real_fn_##name()(__VA_ARGS__) : (errno = ENOSYS, -1))
+
+OSCAR_EXPORT int mq_send(mqd_t q, const char *msg, size_t len, unsigned prio) {
+    int r = MQ_REAL(mq_send, q, msg, len, prio);
+    if (r == 0)
+        mqlog_sent(q, msg, len, prio);
+    return r;
+}
+
+OSCAR_EXPORT int mq_timedsend(mqd_t q, const char *msg, size_t len, unsigned prio,
+                              const struct timespec *at) {
+    int r = MQ_REAL(mq_timedsend, q, msg, len, prio, at);
+    if (r == 0)
+        mqlog_sent(q, msg, len, prio);
+    return r;
+}
+
+/* (The priority is asked for even when the caller does not want it: the copy to drop is the
+ * one with the same priority and bytes.) */
+OSCAR_EXPORT ssize_t mq_receive(mqd_t q, char *msg, size_t len, unsigned *prio) {
+    unsigned p = 0;
+    ssize_t r = MQ_REAL(mq_receive, q, msg, len, &p);
+    if (r >= 0) {
+        mqlog_received(q, msg, (size_t)r, p);
+        if (prio)
+            *prio = p;
+    }
+    return r;
+}
+
+OSCAR_EXPORT ssize_t mq_timedreceive(mqd_t q, char *msg, size_t len, unsigned *prio,
+                                     const struct timespec *at) {
+    unsigned p = 0;
+    ssize_t r = MQ_REAL(mq_timedreceive, q, msg, len, &p, at);
+    if (r >= 0) {
+        mqlog_received(q, msg, (size_t)r, p);
+        if (prio)
+            *prio = p;
+    }
+    return r;
+}
+
+/* SIGEV_SIGNAL's value is the signal's si_value; SIGEV_THREAD's reaches the kernel inside
+ * libc's cookie for its helper thread: either way the kernel holds it. Noted once registered
+ * (until then the caller's sigevent holds it). */
+OSCAR_EXPORT int mq_notify(mqd_t q, const struct sigevent *ev) {
+    int r = MQ_REAL(mq_notify, q, ev);
+    if (r == 0) {
+        int saved = errno;
+        bool on = ev && (ev->sigev_notify == SIGEV_SIGNAL || ev->sigev_notify == SIGEV_THREAD);
+        mqlog_notify(q, on, on ? (uintptr_t)ev->sigev_value.sival_ptr : 0);
+        errno = saved;
+    }
     return r;
 }

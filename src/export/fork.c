@@ -42,6 +42,7 @@
 #include "base/stats.h"
 #include "heap/thread.h"
 
+#include "scan/mqlog.h"
 #include "scan/world.h"
 
 #include <dlfcn.h>
@@ -282,6 +283,7 @@ static void child_common(bool libc_fork) {
     stack_after_fork();
     thread_after_fork_child();
     keep_after_fork_child();
+    mqlog_fork_child();
     reclaim_unlock();
     deferred_unlock();
     deferred_fork_child();

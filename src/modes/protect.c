@@ -10,6 +10,7 @@
 #include "modes/foreign.h"
 #include "report/fault.h"
 #include "scan/mark.h"
+#include "scan/mqlog.h"
 #include "scan/world.h"
 
 #include <errno.h>
@@ -81,6 +82,7 @@ static void fork_child(void) {
         ph_fork_child();
         mark_fork_child();
     }
+    mqlog_fork_child();
     stats_add(STAT_FORKS, 1);
 }
 

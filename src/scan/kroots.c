@@ -3,6 +3,7 @@
 #include "scan/kroots.h"
 #include "base/fmt.h"
 #include "scan/maps.h"
+#include "scan/mqlog.h"
 #include "scan/world.h"
 #include "os/os.h"
 
@@ -749,6 +750,32 @@ static int message_queues(void) {
     return 0;
 }
 
+/* The name of a root read from POSIX queue descriptor fd (-1: none open). */
+static void queue_name(const char *what, int fd) {
+    struct fmt g = FMT_INIT(kroots_state.name);
+    fmt_str(&g, what);
+    if (fd >= 0) {
+        fmt_str(&g, ", descriptor ");
+        fmt_u64(&g, (uint64_t)fd);
+    }
+    fmt_char(&g, 0);
+}
+
+static void queued_message(int fd, const unsigned char *p, size_t n, void *arg) {
+    (void)arg;
+    queue_name("message waiting in a POSIX queue", fd);
+    kroots_state.ncarry = 0;
+    stream_bytes(p, n);
+    flush(); /* (before the next one's name) */
+}
+
+static void notification(int fd, uintptr_t v, void *arg) {
+    (void)arg;
+    queue_name("value of a POSIX queue's notification", fd);
+    add_value(v);
+    flush();
+}
+
 int kroots_for_each(roots_fn fn, void *arg) {
     bool first = !kroots_state.searched;
     if (first) {
@@ -781,6 +808,8 @@ int kroots_for_each(roots_fn fn, void *arg) {
                        counter_line, true);
     if (!err)
         err = message_queues();
+    if (!err)
+        err = mqlog_for_each(queued_message, notification, NULL);
     if (!err)
         err = queued_signals();
     if (!err)

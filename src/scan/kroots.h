@@ -11,7 +11,8 @@
  * one, or found by the first walk; "eventfd-count" in its fdinfo: a value written and not
  * read yet, which an event loop may use to pass an object with the wakeup), the messages
  * waiting in the System V queues it sent to (copied without taking them: msgrcv's MSG_COPY,
- * their bytes at every offset), the value of a
+ * their bytes at every offset), the messages it sent to POSIX queues and not known to be
+ * received yet, and their notifications' values (scan/mqlog.h), the value of a
  * POSIX timer's sigevent, once the program made a
  * timer that signals (/proc/self/timers), and the values of the signals the program queued to
  * itself with sigqueue or pthread_sigqueue, while one of that number is pending (ShdPnd and
@@ -64,8 +65,9 @@ bool kroots_is_stream(int fd);
  * eventfds, or message queues) than could be noted (or more queued signals, while any signal
  * is pending, or more io_urings than are read), -ENOTSUP when it made a timer and the kernel
  * has no /proc/self/timers, or sent to a message queue and the kernel cannot copy its
- * messages, -EBUSY when an io_uring's buffers could not be listed (its lock stayed busy),
- * -EMSGSIZE when what a pipe or socket pair holds, or a message, could not be read whole,
+ * messages, -EBUSY when an io_uring's buffers could not be listed (its lock stayed busy) or
+ * a parked thread holds the POSIX queues' log, -EMSGSIZE when what a pipe or socket pair
+ * holds, or a message, could not be read whole (or a POSIX queue's message was not copied),
  * -EMFILE when no descriptor was left to read a pipe through. */
 int kroots_for_each(roots_fn fn, void *arg);
 #endif

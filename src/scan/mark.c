@@ -1250,8 +1250,10 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
                                    "io_urings than it can note"
                   : err == -ENOTSUP ? "the kernel does not list the program's timers"
                   : err == -ECHILD  ? "the snapshot's child process failed"
-                  : err == -EBUSY ? "an io_uring's buffers could not be listed (its lock was busy)"
-                  : err == -EMSGSIZE ? "what a pipe or socket pair holds could not be read whole"
+                  : err == -EBUSY ? "an io_uring's buffers, or the copies of POSIX queue "
+                                    "messages, could not be read (a lock was busy)"
+                  : err == -EMSGSIZE ? "what a pipe, socket pair or message queue holds could "
+                                       "not be read whole"
                   : err == -EMFILE ? "no descriptor was left to read a pipe through"
                                   : "cannot read the process's mappings");
         stats_add(STAT_SCAN_SKIPPED, 1);
