@@ -37,6 +37,8 @@ static struct {
     oscar_lock lock;                     /* rank KROOTS_MQ */
     struct queue queues[MQLOG_QUEUES];   /* the queues known (ino 0: a free slot) */
     size_t used;                         /* bytes of `log` in use */
+    size_t gone;                         /* ... of which copies received (compacted away
+                                          * once they are half of it) */
     atomic_bool any;                     /* some queue has a slot: the mark looks */
     atomic_bool lost;                    /* a message not copied whose queue has no slot */
     _Alignas(8) unsigned char log[MQLOG_BYTES]; /* the copies: struct rec, bytes, ... */
@@ -95,9 +97,30 @@ static bool found_empty(struct queue *q) {
            attr.mq_curmsgs == 0;
 }
 
-/* The copies of the queues found empty go, the rest is moved together, and the slots of
- * queues with nothing left (no copy, no notification, no lost message, no descriptor) are
- * freed. Under the lock. The number of queues with a lost message left. */
+/* The copies received, and those of the queues empty[q] (NULL: none), are removed, the rest
+ * moved together; kept[q] (if not NULL): queue q has a copy left. Under the lock. */
+static void compact(const bool *empty, bool *kept) {
+    size_t to = 0;
+    for (size_t off = 0; off < mqlog_state.used;) {
+        struct rec *r = rec_at(off);
+        size_t n = rec_bytes(r);
+        if (!r->gone && !(empty && empty[r->queue])) {
+            if (kept)
+                kept[r->queue] = true;
+            if (to != off)
+                memmove(mqlog_state.log + to, r, n);
+            to += n;
+        }
+        off += n;
+    }
+    mqlog_state.used = to;
+    mqlog_state.gone = 0;
+}
+
+/* The copies of the queues found empty go (and those received), the rest is moved
+ * together, and the slots of queues with nothing left (no copy, no notification, no lost
+ * message, no descriptor) are freed. Under the lock. The number of queues with a lost
+ * message left. */
 static unsigned trim(void) {
     bool empty[MQLOG_QUEUES], kept[MQLOG_QUEUES] = {false};
     unsigned lost = 0;
@@ -110,19 +133,7 @@ static unsigned trim(void) {
         all_empty &= !q->ino || empty[i];
         lost += q->lost;
     }
-    size_t to = 0;
-    for (size_t off = 0; off < mqlog_state.used;) {
-        struct rec *r = rec_at(off);
-        size_t n = rec_bytes(r);
-        if (!r->gone && !empty[r->queue]) {
-            kept[r->queue] = true;
-            if (to != off)
-                memmove(mqlog_state.log + to, r, n);
-            to += n;
-        }
-        off += n;
-    }
-    mqlog_state.used = to;
+    compact(empty, kept);
     bool any = false;
     for (int i = 0; i < MQLOG_QUEUES; i++) {
         struct queue *q = &mqlog_state.queues[i];
@@ -170,6 +181,9 @@ void mqlog_received(int fd, const void *msg, size_t len, unsigned prio) {
         if (r->queue == q && !r->gone && r->prio == prio && r->len == len &&
             memcmp(r + 1, msg, len) == 0) {
             r->gone = true;
+            mqlog_state.gone += rec_bytes(r);
+            if (2 * mqlog_state.gone > mqlog_state.used) /* (each receive then costs O(1)) */
+                compact(NULL, NULL);
             break;
         }
     }
