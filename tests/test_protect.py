@@ -313,7 +313,8 @@ def test_timer_root_check_can_fail(runner):
     assert parse_values(res.stdout).get("held_reused", 0) > 0, res.describe()
 
 
-STREAMS = ["", "socket", "dup", "socket peekoff", "dgram", "dgram peekoff", "seqpacket"]
+STREAMS = ["", "socket", "dup", "socket peekoff", "dgram", "dgram peekoff", "seqpacket",
+           "named", "named reverse", "named seqpacket", "named dgram"]
 
 
 @pytest.mark.parametrize("how", STREAMS, ids=[h.replace(" ", "-") or "pipe" for h in STREAMS])

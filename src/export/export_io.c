@@ -25,6 +25,7 @@
 #include "report/report.h"
 #include "export/real.h"
 #include "export/waits.h"
+#include "scan/kroots.h"
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -204,15 +205,24 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags) {
     SOCKET_CALL(r, fd, true, real_fn_sendmmsg()(fd, v, n, flags));
     return r;
 }
+/* A local connection accepted (or made, connect) between two sockets of this process holds
+ * what one sent and the other has not read: noted for the mark (scan/kroots.h). The domain
+ * is the address's where the caller asked for it (no system call for a TCP server's). */
+static int accepted(int r, const struct sockaddr *addr, const socklen_t *len) {
+    if (r >= 0 && (addr && len && *len >= sizeof addr->sa_family ? addr->sa_family == AF_UNIX
+                                                                : os_socket_domain(r) == AF_UNIX))
+        kroots_note_local_socket(r, false);
+    return r;
+}
 EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len) {
     int r;
     SOCKET_CALL(r, fd, false, real_fn_accept()(fd, addr, len));
-    return r;
+    return accepted(r, addr, len);
 }
 EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
     int r;
     SOCKET_CALL(r, fd, false, real_fn_accept4()(fd, addr, len, flags));
-    return r;
+    return accepted(r, addr, len);
 }
 
 /* A connect cut short goes on in the kernel (TCP's handshake): called again, it waits for it,
@@ -237,6 +247,8 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
         errno = EINPROGRESS;
     else if (r < 0 && w.timed_out && os_socket_domain(fd) != AF_UNIX)
         errno = EINPROGRESS;
+    if (r == 0 && addr && len >= sizeof addr->sa_family && addr->sa_family == AF_UNIX)
+        kroots_note_local_socket(fd, false);
     return r;
 }
 

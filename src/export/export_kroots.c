@@ -2,7 +2,9 @@
  * (scan/kroots.h): an epoll instance, or a copy of its descriptor (the user data of its
  * registrations are roots), an eventfd or a copy (its counter), a POSIX timer (its
  * sigevent's value), a signal queued to the process itself (its value, while pending), and a
- * pipe or a stream socket pair (what is written to it and not read yet), a message sent to a
+ * pipe or a stream socket pair (what is written to it and not read yet; likewise a bound
+ * local datagram socket, and through export_io.c a local connection accepted or made between
+ * two sockets of the program's), a message sent to a
  * POSIX queue and a queue's notification (copied: scan/mqlog.h). libc's functions do
  * the work; errno is theirs. Cheap in every mode (a scan of three tables of 1024 ints for a
  * copy of a descriptor; nothing for fcntl's other commands). */
@@ -39,6 +41,7 @@ DECLARE(int, pthread_sigqueue, pthread_t, int, const union sigval)
 DECLARE(int, pipe, int *)
 DECLARE(int, pipe2, int *, int)
 DECLARE(int, socketpair, int, int, int, int *)
+DECLARE(int, bind, int, const struct sockaddr *, socklen_t)
 DECLARE(int, mq_send, mqd_t, const char *, size_t, unsigned)
 DECLARE(int, mq_timedsend, mqd_t, const char *, size_t, unsigned, const struct timespec *)
 DECLARE(ssize_t, mq_receive, mqd_t, char *, size_t, unsigned *)
@@ -50,8 +53,8 @@ __attribute__((constructor)) static void find_real_functions(void) {
                    real_fn_dup(), real_fn_dup2(), real_fn_dup3(), real_fn_fcntl(),
                    real_fn_fcntl64(),
                    real_fn_timer_create(), real_fn_sigqueue(), real_fn_pthread_sigqueue(),
-                   real_fn_pipe(), real_fn_pipe2(), real_fn_socketpair(), real_fn_mq_send(),
-                   real_fn_mq_timedsend(), real_fn_mq_receive(), real_fn_mq_timedreceive(),
+                   real_fn_pipe(), real_fn_pipe2(), real_fn_socketpair(), real_fn_bind(),
+                   real_fn_mq_send(), real_fn_mq_timedsend(), real_fn_mq_receive(), real_fn_mq_timedreceive(),
                    real_fn_mq_notify()};
     (void)all;
 }
@@ -114,6 +117,14 @@ OSCAR_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) {
         kroots_note_stream(fds[0]);
         kroots_note_stream(fds[1]);
     }
+    return r;
+}
+
+/* A local datagram socket bound to an address: anyone may send to it, the program too. */
+OSCAR_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len) {
+    int r = real_fn_bind()(fd, addr, len);
+    if (r == 0 && addr && len >= sizeof addr->sa_family && addr->sa_family == AF_UNIX)
+        kroots_note_local_socket(fd, true);
     return r;
 }
 

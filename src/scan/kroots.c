@@ -182,6 +182,19 @@ void kroots_note_stream(int fd) {
     atomic_store(&kroots_state.stream_overflow, true);
 }
 
+void kroots_note_local_socket(int fd, bool bound) {
+    if (bound) {
+        if (kind_of(fd) == KIND_DGRAM)
+            kroots_note_stream(fd);
+        return;
+    }
+    struct ucred c;
+    socklen_t len = sizeof c;
+    if (os_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, (long)&c, (long)&len) == 0 &&
+        c.pid == os_getpid())
+        kroots_note_stream(fd);
+}
+
 static void flush(void) {
     if (kroots_state.n)
         kroots_state.fn((uintptr_t)kroots_state.values,

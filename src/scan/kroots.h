@@ -23,7 +23,9 @@
  * too (rings are found from their mappings; liburing makes its system calls itself, so no
  * wrapper sees them made). What was written to the pipes and the local socket pairs (stream,
  * datagram, sequenced-packet) the program made (noted by the wrappers of pipe, pipe2 and
- * socketpair) and not read yet is read at every mark, tee(2)'d or peeked, and its words at
+ * socketpair), to the local sockets connected to another of its own through an address
+ * (accept, connect), and to its bound local datagram sockets (bind), and not read yet is
+ * read at every mark, tee(2)'d or peeked, and its words at
  * every byte offset scanned. The user data of an
  * io_uring request still in flight and pointers the program hides are not seen (README,
  * Limitations). */
@@ -56,6 +58,11 @@ void kroots_note_msgq(int id);
  * (any thread, lock-free; signal-safe). */
 void kroots_note_stream(int fd);
 bool kroots_is_stream(int fd);
+/* fd is a local (AF_UNIX) socket the program connected (connect) or accepted (accept,
+ * accept4): noted as a stream when the process at its other end is this one (SO_PEERCRED);
+ * or, bound (bind), a datagram socket: anyone may send to it, this process too. Any thread;
+ * keeps errno. */
+void kroots_note_local_socket(int fd, bool bound);
 /* Calls fn on the user data of every registration of every noted epoll instance, and on the
  * timers' values, in batches (kind ROOT_KERNEL). Forgets instances whose descriptor is
  * closed. From roots_for_each: the marking thread with the world stopped, one walk at a time

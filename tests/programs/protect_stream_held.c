@@ -14,6 +14,9 @@
  *   dgram, seqpacket  a datagram (or sequenced-packet) socket pair instead, the pointer's
  *            datagram behind an empty one and one of 5 bytes (the first datagram's size is
  *            all the kernel says is pending: 0 here)
+ *   named    a local socket of the program's connected to another of its own by an address
+ *            (abstract: listen, connect, accept; a datagram socket bound there and one that
+ *            sends to it), not a pair; with reverse, the accepted end writes
  *   dup      the pipe's read end lives on as a copy (dup2), the first closed
  *   peekoff  the program set the socket's peek offset itself (SO_PEEK_OFF 1): it must be
  *            as it was after the marks ("peek_offset_kept 1")
@@ -25,8 +28,10 @@
 #include "protect_common.h"
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define MANY 1100
@@ -69,6 +74,35 @@ __attribute__((noinline)) static int receive_pointer(int fd, uintptr_t masked, i
     return same;
 }
 
+/* Two sockets of this process connected through an abstract AF_UNIX address (no pair):
+ * fds[0] reads, fds[1] writes (reverse: the accepted end writes). 0, or -1 (errno). */
+static int named_sockets(int type, int reverse, int fds[2]) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "oscar-test-%d", (int)getpid());
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                                strlen(a.sun_path + 1));
+    int server = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    int client = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    if (server < 0 || client < 0 || bind(server, (struct sockaddr *)&a, len) != 0)
+        return -1;
+    if (type == SOCK_DGRAM) {
+        fds[0] = server;
+        fds[1] = client;
+        return connect(client, (struct sockaddr *)&a, len);
+    }
+    if (listen(server, 1) != 0 || connect(client, (struct sockaddr *)&a, len) != 0)
+        return -1;
+    struct sockaddr_un peer;
+    socklen_t peer_len = sizeof peer;
+    int accepted = accept(server, (struct sockaddr *)&peer, &peer_len);
+    if (accepted < 0)
+        return -1;
+    close(server);
+    fds[0] = reverse ? client : accepted;
+    fds[1] = reverse ? accepted : client;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     int socket_pair = has(argc, argv, "socket"), peekoff = has(argc, argv, "peekoff");
@@ -90,9 +124,10 @@ int main(int argc, char **argv) {
                 return 2;
             }
     }
-    if (socket_pair ? socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds) != 0
-                    : pipe2(fds, O_CLOEXEC) != 0) {
-        perror("pipe/socketpair");
+    if (has(argc, argv, "named") ? named_sockets(type, has(argc, argv, "reverse"), fds) != 0
+        : socket_pair            ? socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds) != 0
+                                 : pipe2(fds, O_CLOEXEC) != 0) {
+        perror("pipe/socketpair/socket");
         return 2;
     }
     int rd = fds[0], wr = fds[1];
