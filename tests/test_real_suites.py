@@ -1,8 +1,8 @@
-"""Real programs' own test suites and workloads, under Oscar (strict and fast) and glibc.
+"""Real programs' own test suites and workloads, under Oscar (strict, fast, protect) and glibc.
 
 Each test runs a real program twice or more: once under plain glibc (the baseline, computed
-once per session) and once per Oscar mode (LD_PRELOAD=liboscar.so, OSCAR_MODE=strict|fast),
-then compares: per-module unittest counts for CPython's own test suite, byte-identical stdout
+once per session) and once per Oscar mode (LD_PRELOAD=liboscar.so, OSCAR_MODE=strict, fast
+or protect), then compares: per-module unittest counts for CPython's own test suite, byte-identical stdout
 for the sqlite3 shell, perl, git and the C++ STL program, byte-identical object files and
 executable for g++. What passes, what is known not to work and why: docs/real-programs.md.
 
@@ -34,7 +34,8 @@ REAL = TESTS / "real"
 DATA = REAL / "data"
 FULL = os.environ.get("OSCAR_REAL_FULL") == "1"
 JOBS = max(1, int(os.environ.get("OSCAR_REAL_JOBS") or 2))
-MODES = {"strict": {"OSCAR_MODE": "strict"}, "fast": {"OSCAR_MODE": "fast"}}
+MODES = {"strict": {"OSCAR_MODE": "strict"}, "fast": {"OSCAR_MODE": "fast"},
+         "protect": {"OSCAR_MODE": "protect"}}
 # Correct programs with many live small objects can meet the kernel's mapping limit; Oscar
 # then says so once and goes on (README "Modes"; docs/real-programs.md, "Known").
 ALLOWED = [MAPPING_LIMIT_WARNING]
