@@ -142,6 +142,9 @@ void ph_mark_failed(void);
 void ph_after_mark(uint64_t released_bytes, uint64_t held_bytes, uint64_t released_objects,
                    uint64_t held_objects, uint64_t released_dropped, uint64_t held_dropped,
                    uint64_t mark_ns);
+/* A mark that read its roots read `bytes` in all (the live heap and the roots): the next
+ * one waits for the quarantine's share of that, if it is more than the live heap's. */
+void ph_mark_read(uint64_t bytes);
 /* A freed large object from PH_DROP_AT bytes on gives its pages back to the kernel instead of
  * being zeroed: in quarantine it holds no memory (only addresses), so it counts a
  * PH_DROPPED_SHARE-th of its size toward the next mark (bigobj: a mark every 4 frees of

@@ -1262,6 +1262,7 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
     /* (the reading's time, from the round's start: scan_bytes / scan_us is the marking rate
      * of every kind of mark, stopped or not) */
     stats_add(STAT_SCAN_US, (int64_t)((os_monotonic_ns() - t0) / 1000));
+    ph_mark_read(atomic_load(&mark_state.scanned));
     struct tally t = {0};
     sticky_hold(used);
     release_heap(used, &t, true, false);
