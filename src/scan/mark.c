@@ -1239,8 +1239,11 @@ static void sticky_hold(size_t used) {
 
 /* The end of a round, stopped or concurrent, once the world runs again: its figures (stop_ns:
  * how long the world was stopped), then, if the roots were read (err 0), the release of every
- * unmarked candidate of pages [0, used). t0: when the round began (the next is paced by it). */
-static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns) {
+ * unmarked candidate of pages [0, used). t0: when the round began (the next is paced by it).
+ * once: the round read each root and live object once (a stopped round: not a concurrent
+ * one, which reads the pages written meanwhile again), so what it read sets the next
+ * trigger (ph_mark_read). */
+static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns, bool once) {
     stats_add(STAT_SCAN_ROUNDS, 1);
     flush_scanned();
     stats_add(STAT_SCAN_BYTES, (int64_t)atomic_load(&mark_state.scanned));
@@ -1262,7 +1265,8 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
     /* (the reading's time, from the round's start: scan_bytes / scan_us is the marking rate
      * of every kind of mark, stopped or not) */
     stats_add(STAT_SCAN_US, (int64_t)((os_monotonic_ns() - t0) / 1000));
-    ph_mark_read(atomic_load(&mark_state.scanned));
+    if (once)
+        ph_mark_read(atomic_load(&mark_state.scanned));
     struct tally t = {0};
     sticky_hold(used);
     release_heap(used, &t, true, false);
@@ -1300,7 +1304,7 @@ static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
     uint64_t stop_ns = os_monotonic_ns() - t0;
     if (!err && used)
         note_stop(stop_ns);
-    uint64_t released = finish_round(used, err, t0, stop_ns);
+    uint64_t released = finish_round(used, err, t0, stop_ns, true);
     team_trial_note(tried && !err, team, t0, released);
     return track_err;
 }
@@ -1593,7 +1597,7 @@ static bool concurrent_round(void) {
     uint64_t s1 = os_monotonic_ns();
     wtrack_protect(&cm_state.wt, ph.lo, tracked << PH_PAGE_SHIFT, false);
     stats_add(STAT_SCAN_CONCURRENT_ROUNDS, 1);
-    finish_round(used, err, t0, s1 - s0);
+    finish_round(used, err, t0, s1 - s0, false);
     team_trial_note(false, false, t0, 0); /* (a concurrent or snapshot round: no leg's) */
     return true;
 }
@@ -1857,7 +1861,7 @@ static bool snapshot_round(void) {
     if (err)
         unmark(used, false);
     stats_add(STAT_SCAN_SNAPSHOT_ROUNDS, 1);
-    finish_round(used, err, t0, stop_ns);
+    finish_round(used, err, t0, stop_ns, false);
     team_trial_note(false, false, t0, 0); /* (a concurrent or snapshot round: no leg's) */
     return true;
 }

@@ -12,7 +12,7 @@ int main(void) {
         memset(big[i], 1, 64);
     }
     uint64_t seed = 7;
-    for (unsigned r = 0; r < 700000; r++) {
+    for (unsigned r = 0; r < 1000000; r++) {
         unsigned i = (unsigned)(rng_next(&seed) % SMALL);
         free(small[i]);
         small[i] = malloc(16 + rng_next(&seed) % 200);
