@@ -192,7 +192,20 @@ struct walk {
     unsigned which; /* ROOTS_*: the kinds of memory reported */
     uint64_t rings; /* the io_uring rings mapped: a digest of their inodes (kroots_rings) */
     char name[64];
+    /* Cursors into order_state's lists: the entries before them lie below every line to
+     * come. */
+    size_t sp_at, regs_at, alt_at;
 };
+
+/* The parked threads (world_thread_at's indices) in address order, for the walk (the
+ * world is stopped: one walk at a time): by stack pointer, by saved registers, by alternate
+ * stack (only those that have one). The lines come in address order, so each line looks
+ * only at the threads whose addresses it holds: with every thread looked at for every line,
+ * 400 threads (800 lines of stacks and guards) cost a mark ~1 ms. */
+static struct {
+    uint32_t by_sp[WORLD_MAX], by_regs[WORLD_MAX], by_alt[WORLD_MAX]; /* order_threads */
+    size_t n, nalt; /* entries of by_sp and by_regs, and of by_alt */
+} order_state;
 
 /* Which pages of a mapping touched_pages reports. */
 enum touch {
@@ -431,6 +444,52 @@ static void copy_path(char *dst, const char *src) {
 
 static int root_line_of(const struct maps_line *m, struct walk *w);
 
+enum thread_key { KEY_SP, KEY_REGS, KEY_ALT };
+
+static uintptr_t key_of(uint32_t i, enum thread_key k) {
+    const struct world_thread *t = world_thread_at(i);
+    return k == KEY_SP ? t->sp : k == KEY_REGS ? t->regs_lo : t->altstack_lo;
+}
+
+static void sift(uint32_t *a, size_t root, size_t n, enum thread_key k) {
+    for (size_t child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && key_of(a[child + 1], k) > key_of(a[child], k))
+            child++;
+        if (key_of(a[root], k) >= key_of(a[child], k))
+            return;
+        uint32_t x = a[root];
+        a[root] = a[child];
+        a[child] = x;
+    }
+}
+
+/* Heap sort: no allocation, no recursion, O(n log n) however the threads lie. */
+static void sort_threads(uint32_t *a, size_t n, enum thread_key k) {
+    for (size_t i = n / 2; i-- > 0;)
+        sift(a, i, n, k);
+    for (size_t end = n; end-- > 1;) {
+        uint32_t x = a[0];
+        a[0] = a[end];
+        a[end] = x;
+        sift(a, 0, end, k);
+    }
+}
+
+static void order_threads(void) {
+    size_t n = world_count();
+    order_state.n = order_state.nalt = 0;
+    for (size_t i = 0; i < n && i < WORLD_MAX; i++) {
+        const struct world_thread *t = world_thread_at(i);
+        order_state.by_sp[order_state.n] = order_state.by_regs[order_state.n] = (uint32_t)i;
+        order_state.n++;
+        if (t->altstack_hi > t->altstack_lo)
+            order_state.by_alt[order_state.nalt++] = (uint32_t)i;
+    }
+    sort_threads(order_state.by_sp, order_state.n, KEY_SP);
+    sort_threads(order_state.by_regs, order_state.n, KEY_REGS);
+    sort_threads(order_state.by_alt, order_state.nalt, KEY_ALT);
+}
+
 /* The anonymous memory after liboscar.so's file is its bss up to own_end only: past it lies
  * the program's memory that the kernel merged into the bss's line or put right after it (a
  * fresh mmap that fell into a hole there), a root like any anonymous mapping. */
@@ -552,28 +611,54 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
                        (!file && !follows_file && m->path[0] != '/');
     bool stack = starts_with(m->path, "[stack");
     uintptr_t from = m->lo;
-    size_t n = world_count();
-    for (size_t i = 0; i < n; i++) {
-        const struct world_thread *t = world_thread_at(i);
+    bool cut = false; /* from is a stack pointer's (less the red zone) */
+    const uint32_t *by_regs = order_state.by_regs, *by_alt = order_state.by_alt,
+                   *by_sp = order_state.by_sp;
+    size_t n = order_state.n, nalt = order_state.nalt;
+    /* The threads whose saved registers lie in this line. */
+    while (w->regs_at < n && key_of(by_regs[w->regs_at], KEY_REGS) < m->lo)
+        w->regs_at++;
+    for (size_t k = w->regs_at; k < n; k++) {
+        const struct world_thread *t = world_thread_at(by_regs[k]);
+        if (t->regs_lo >= m->hi)
+            break;
+        emit(w, t->regs_lo, t->regs_hi < m->hi ? t->regs_hi : m->hi, ROOT_REGISTERS,
+             "registers");
+    }
+    /* Those whose alternate stack meets it (one may span several lines: the cursor passes
+     * only those that end below this one). */
+    while (w->alt_at < nalt && world_thread_at(by_alt[w->alt_at])->altstack_hi <= m->lo)
+        w->alt_at++;
+    for (size_t k = w->alt_at; k < nalt; k++) {
+        const struct world_thread *t = world_thread_at(by_alt[k]);
+        if (t->altstack_lo >= m->hi)
+            break;
+        if (t->altstack_hi <= m->lo)
+            continue;
         bool on_alt = t->sp >= t->altstack_lo && t->sp < t->altstack_hi;
-        if (t->regs_lo >= m->lo && t->regs_lo < m->hi)
-            emit(w, t->regs_lo, t->regs_hi < m->hi ? t->regs_hi : m->hi, ROOT_REGISTERS,
-                 "registers");
-        if (t->altstack_lo < m->hi && t->altstack_hi > m->lo) {
-            uintptr_t lo = t->altstack_lo > m->lo ? t->altstack_lo : m->lo;
-            uintptr_t hi = t->altstack_hi < m->hi ? t->altstack_hi : m->hi;
-            if (on_alt && t->sp - 128 > lo)
-                lo = t->sp - 128 < hi ? t->sp - 128 : hi;
-            emit(w, lo, hi, ROOT_ALTSTACK, "altstack");
-        }
-        if (!on_alt && t->sp >= m->lo && t->sp < m->hi && plain_stack && stack_of(m, w, t->tp)) {
-            stack = true;
-            from = t->sp - 128 > m->lo ? t->sp - 128 : m->lo;
+        uintptr_t lo = t->altstack_lo > m->lo ? t->altstack_lo : m->lo;
+        uintptr_t hi = t->altstack_hi < m->hi ? t->altstack_hi : m->hi;
+        if (on_alt && t->sp - 128 > lo)
+            lo = t->sp - 128 < hi ? t->sp - 128 : hi;
+        emit(w, lo, hi, ROOT_ALTSTACK, "altstack");
+    }
+    /* Those whose stack pointer lies in it (where two would cut it, the lower one does). */
+    while (w->sp_at < n && key_of(by_sp[w->sp_at], KEY_SP) < m->lo)
+        w->sp_at++;
+    for (size_t k = w->sp_at; k < n; k++) {
+        const struct world_thread *t = world_thread_at(by_sp[k]);
+        if (t->sp >= m->hi)
+            break;
+        bool on_alt = t->sp >= t->altstack_lo && t->sp < t->altstack_hi;
+        if (!on_alt && plain_stack && stack_of(m, w, t->tp)) {
+            uintptr_t at = t->sp - 128 > m->lo ? t->sp - 128 : m->lo;
+            from = cut && from < at ? from : at;
+            stack = cut = true;
         }
     }
     if (w->self_sp >= m->lo && w->self_sp < m->hi && plain_stack && stack_of(m, w, w->self_tp)) {
-        stack = true;
-        from = w->self_sp;
+        from = cut && from < w->self_sp ? from : w->self_sp;
+        stack = cut = true;
     }
     if (stack) {
         emit(w, from, m->hi, ROOT_STACK, m->path[0] ? m->path : "thread stack");
@@ -619,6 +704,7 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
         roots_state.shared_overflow = false;
     }
     if (which & (ROOTS_PRIVATE | ROOTS_SHARED)) {
+        order_threads();
         w->pagemap_fd = roots_pagemap_open();
         w->mem_fd = -1;
         err = maps_each(roots_state.roots_buf, root_line, w);

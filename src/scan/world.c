@@ -51,7 +51,6 @@
 
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
-#define WORLD_MAX 32768           /* threads parked at once (a stop with more fails) */
 #define WORLD_HASH (2 * WORLD_MAX) /* tid -> slot, open addressing */
 #define WORLD_TIMEOUT_NS 1000000000ull
 
