@@ -692,14 +692,60 @@ def test_quarantine_stays_bounded_with_more_threads_than_cpus(runner, tmp_path, 
     stopped mark waited for threads that were not running to take its signal, the running
     ones freed on: the quarantine reached 38-60 MB against its 1 MiB floor (concurrent marks
     made a thread wait past four times the trigger already: ~5 MB). A thread whose free
-    finds the quarantine that far past its trigger while another marks now waits for it."""
+    finds the quarantine that far past its trigger while another marks now waits for it.
+    (The floor is per freeing thread: a quarter of it here, so that four threads' floors
+    make the 1 MiB the bound was set for.)"""
     expected = runner.glibc("protect_threads_churn")
     env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"),
+               OSCAR_QUARANTINE_FLOOR_KIB="256",
                **{k: v for k, v in MARKS[mark].items() if k != "PROTECT_BALLAST_KIB"})
     res = runner.oscar("protect_threads_churn", env=env, timeout=120)
     assert_same_output(res, expected)
     s = stats_of(tmp_path)
     assert s["scan_rounds"] > 20 and s["peak_quarantined_bytes"] <= 12 << 20, scan_figures(s)
+
+
+def test_each_freeing_thread_adds_a_floor(runner, tmp_path):
+    """A mark stops every thread and reads the same heap whether one thread freed or four: with
+    one 1 MiB floor for the process, four threads churning as fast as one marked four times
+    as often (larson on two CPUs: two threads 1.13x as fast as one, glibc's 1.99x). Each
+    thread that freed since the last mark now adds a floor (up to 8): the same rounds per
+    thread, one thread or four, take about as many marks."""
+    marks = {}
+    for threads in (1, 4):
+        expected = runner.glibc("protect_threads_churn", "200000", str(threads))
+        name = "stats%d.json" % threads
+        env = dict(PROTECT, OSCAR_MARK="stop", OSCAR_STATS_FILE=str(tmp_path / name))
+        res = runner.oscar("protect_threads_churn", "200000", str(threads), env=env,
+                           timeout=120)
+        assert_same_output(res, expected)
+        s = stats_of(tmp_path, name)
+        marks[threads] = s["scan_rounds"]
+        assert s["released_objects"] > 100000 * threads, scan_figures(s)
+    assert marks[1] >= 5 and marks[4] <= 2 * marks[1], marks
+
+
+def test_waiting_threads_do_not_make_marking_the_whole_run(runner, tmp_path):
+    """200 threads waiting on a condition variable beside one that frees
+    (protect_idle_threads): each stop parks them all, ~12 us each, and with the quarantine
+    bounded at twice its 1 MiB trigger the pacing had no say (400 threads: marking took 89% of
+    the run, 10x glibc's time). The quarantine may now also hold a sixteenth of the floor for
+    each thread a stop parks, so the pacing holds: far fewer marks than with no thread
+    waiting, for the same frees."""
+    marks = {}
+    for waiting in (0, 200):
+        args = [str(waiting), "2000000"]
+        expected = runner.glibc("protect_idle_threads", *args)
+        name = "stats%d.json" % waiting
+        env = dict(PROTECT, OSCAR_MARK="stop", OSCAR_STATS_FILE=str(tmp_path / name))
+        res = runner.oscar("protect_idle_threads", *args, env=env, timeout=SLOW_TIMEOUT)
+        assert_same_output(res, expected)
+        s = stats_of(tmp_path, name)
+        marks[waiting] = s["scan_rounds"]
+        assert s["released_objects"] > 1000000, scan_figures(s)
+        assert s["peak_quarantined_bytes"] <= (2 << 20) + waiting * (64 << 10) + (4 << 20), \
+            scan_figures(s)
+    assert marks[0] >= 40 and marks[200] <= marks[0] / 2, marks
 
 
 def test_stats_and_no_mark_for_small_programs(runner, tmp_path):

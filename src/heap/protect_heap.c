@@ -37,6 +37,9 @@ struct ph_tc {
     int state;
     int64_t live, quar; /* not yet folded into live_bytes / quar_bytes */
     uint64_t n_alloc, n_free, n_large, n_realloc;
+    /* 1 + the interval between marks (ph_state.interval) in which this thread last folded
+     * freed bytes: counted once in ph_state.freers per interval */
+    uint32_t freed_in;
     struct ph_tc *next;
 };
 
@@ -60,6 +63,12 @@ static struct {
     _Atomic int64_t mark_read;
     /* The quarantine's trigger, fold threshold and cap: set once at init. */
     int64_t trigger_floor, trigger_share, fold_at, hard_cap;
+    /* The threads that folded freed bytes since the last mark ended (each may hold a floor:
+     * quarantine_and_trigger), and which interval between marks this is (ph_after_mark
+     * counts them): atomic, any thread. */
+    _Atomic uint32_t freers, interval;
+    /* The threads the last mark's stop parked (ph_after_mark; atomic, any thread reads) */
+    _Atomic size_t stopped;
     /* Thread caches. The fallback cache (set once at init; used under fallback_lock), the
      * live and the free ones (under registry_lock); exit_key set once at init. */
     struct ph_tc *fallback_tc;
@@ -428,6 +437,11 @@ static void tc_fold(struct ph_tc *tc) {
         tc->live = 0;
     }
     if (tc->quar) {
+        uint32_t now = atomic_load_explicit(&ph_state.interval, memory_order_relaxed) + 1;
+        if (tc->freed_in != now) {
+            tc->freed_in = now;
+            atomic_fetch_add_explicit(&ph_state.freers, 1, memory_order_relaxed);
+        }
         atomic_fetch_add_explicit(&ph_state.quar_bytes, tc->quar, memory_order_relaxed);
         stats_gauge_add(STAT_QUARANTINED_BYTES, STAT_PEAK_QUARANTINED_BYTES, tc->quar);
         tc->quar = 0;
@@ -846,6 +860,27 @@ void *ph_aligned(size_t size, size_t align) {
 #ifndef PACE_SLACK
 #define PACE_SLACK 2
 #endif
+/* ...plus a THREAD_SLACK-th of the floor for each thread the last stop parked (at most
+ * STOPPED_MAX; 64 KiB with the 1 MiB floor). A
+ * stop costs about 12 us more for each thread, blocked or not (the signal, its handler, two
+ * wake-ups, its stack read): with 400 threads waiting on a condition beside one that frees,
+ * each mark took 5.2 ms, and with the quarantine at twice its 1 MiB trigger the slack left
+ * the pace no say: marking took 89% of the time, 10x glibc's (protect_idle_threads). */
+#define THREAD_SLACK 16
+#define STOPPED_MAX 4096
+
+/* How far past its trigger the quarantine may grow while the pacing waits. */
+static int64_t slack_bound(int64_t trigger) {
+    size_t stopped = atomic_load_explicit(&ph_state.stopped, memory_order_relaxed);
+    return PACE_SLACK * trigger + (int64_t)stopped * (ph_state.trigger_floor / THREAD_SLACK);
+}
+
+/* The floor is per thread that freed since the last mark, up to FREERS_MAX threads. A mark
+ * stops every thread and costs about as much for one freeing thread as for several: with one
+ * floor for the process, two threads freeing as fast as one marked twice as often (larson,
+ * two threads: 1,051 marks against 544 for one; now 634). Like a thread's cache in other
+ * allocators, each freeing thread may keep a floor's worth of freed memory. */
+#define FREERS_MAX 8
 
 /* The quarantine not yet known to be still referenced, and what a mark waits for: its share
  * of the live heap or of what the last mark read, whichever is larger, at least the floor. A
@@ -856,9 +891,11 @@ static int64_t quarantine_and_trigger(int64_t *trigger) {
     int64_t live = atomic_load_explicit(&ph_state.live_bytes, memory_order_relaxed);
     int64_t read = atomic_load_explicit(&ph_state.mark_read, memory_order_relaxed);
     int64_t base = read > live ? read : live;
-    *trigger = ph_state.trigger_floor > base * ph_state.trigger_share / 100
-                   ? ph_state.trigger_floor
-                   : base * ph_state.trigger_share / 100;
+    uint32_t freers = atomic_load_explicit(&ph_state.freers, memory_order_relaxed);
+    int64_t floor = ph_state.trigger_floor *
+                    (freers < 1 ? 1 : freers < FREERS_MAX ? freers : FREERS_MAX);
+    *trigger = floor > base * ph_state.trigger_share / 100 ? floor
+                                                           : base * ph_state.trigger_share / 100;
     int64_t q = atomic_load_explicit(&ph_state.quar_bytes, memory_order_relaxed) -
                 atomic_load_explicit(&ph_state.held_bytes, memory_order_relaxed);
     /* (Dropped bytes are counted at once, the others folded in batches: kept within q.) */
@@ -880,16 +917,16 @@ static bool due(void) {
     uint64_t retry = atomic_load_explicit(&ph_state.retry_ns, memory_order_relaxed);
     if (retry && os_monotonic_ns() < retry)
         return false; /* (nothing can be proven meanwhile: the quarantine grows) */
-    if (q >= PACE_SLACK * trigger)
+    if (q >= slack_bound(trigger))
         return true;
     uint64_t at = atomic_load_explicit(&ph_state.next_mark_ns, memory_order_relaxed);
     return !at || os_monotonic_ns() >= at; /* (the clock is read only past the trigger) */
 }
 
-#define URGENT (2 * PACE_SLACK)
+/* Twice the slack: a thread that frees meanwhile waits for the mark in progress. */
 bool ph_quarantine_urgent(void) {
     int64_t trigger, q = quarantine_and_trigger(&trigger);
-    return q >= URGENT * trigger;
+    return q >= 2 * slack_bound(trigger);
 }
 
 static bool quarantined(size_t bytes) {
@@ -1162,9 +1199,15 @@ void ph_mark_failed(void) {
 
 void ph_after_mark(uint64_t released, uint64_t held, uint64_t released_objects,
                    uint64_t held_objects, uint64_t released_dropped, uint64_t held_dropped,
-                   uint64_t mark_ns) {
+                   uint64_t mark_ns, size_t stopped) {
+    atomic_store_explicit(&ph_state.stopped, stopped < STOPPED_MAX ? stopped : STOPPED_MAX,
+                          memory_order_relaxed);
     atomic_store_explicit(&ph_state.failures, 0, memory_order_relaxed);
     atomic_store_explicit(&ph_state.retry_ns, 0, memory_order_relaxed);
+    /* (A thread folding meanwhile may count in both intervals: a floor more, until the next
+     * mark.) */
+    atomic_fetch_add_explicit(&ph_state.interval, 1, memory_order_relaxed);
+    atomic_store_explicit(&ph_state.freers, 0, memory_order_relaxed);
     atomic_store_explicit(&ph_state.next_mark_ns, os_monotonic_ns() + PACE * mark_ns,
                           memory_order_relaxed);
     atomic_fetch_sub_explicit(&ph_state.quar_bytes, (int64_t)released, memory_order_relaxed);
@@ -1222,6 +1265,7 @@ void ph_fork_child(void) {
         }
         tc = next;
     }
+    atomic_store_explicit(&ph_state.freers, 0, memory_order_relaxed); /* (one thread left) */
     oscar_lock_release(&ph_state.fallback_lock);
     oscar_lock_release(&ph_state.registry_lock);
 }

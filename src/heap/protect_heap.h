@@ -138,10 +138,11 @@ void ph_release_large(size_t page);
 void ph_mark_failed(void);
 /* Quarantine accounting after a mark: bytes released, bytes still referenced, and of each
  * the bytes of large objects whose pages were given back at free (ph_page.dropped); mark_ns,
- * how long the mark took (stop and release: the next one is paced by it). */
+ * how long the mark took (stop and release: the next one is paced by it); stopped, the
+ * threads of the program's its stop parked (each makes every stop dearer). */
 void ph_after_mark(uint64_t released_bytes, uint64_t held_bytes, uint64_t released_objects,
                    uint64_t held_objects, uint64_t released_dropped, uint64_t held_dropped,
-                   uint64_t mark_ns);
+                   uint64_t mark_ns, size_t stopped);
 /* A mark that read its roots read `bytes` in all (the live heap and the roots): the next
  * one waits for the quarantine's share of that, if it is more than the live heap's. */
 void ph_mark_read(uint64_t bytes);

@@ -74,6 +74,7 @@ static struct {
     unsigned printed;   /* lines printed by this mark */
     size_t used;        /* the stopped mark's heap pages (set before the team's jobs read it) */
     unsigned threads;   /* threads that read the heap in this round (1: no helper) */
+    size_t stopped;     /* the program's threads the round's last stop parked */
     /* Pages that hold a candidate of the mark in progress (a bit per page, set by
      * candidates(), cleared by release_heap(): the marking thread): pass 2 visits only those.
      * NULL (no memory for it): every page. Allocated once by mark_init. Set with an atomic
@@ -1175,6 +1176,7 @@ static int stop_world(void) {
 }
 
 static void resume_world(void) {
+    mark_state.stopped = world_count();
     world_resume();
     atomic_store(&mark_state.stopping, 0);
 }
@@ -1274,7 +1276,7 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
      * for 1/N as long, and the next is not N times as frequent. */
     uint64_t cost = os_monotonic_ns() - t0 + stop_ns * (mark_state.threads - 1);
     ph_after_mark(t.released, t.held, t.released_objects, t.held_objects, t.released_dropped,
-                  t.held_dropped, cost);
+                  t.held_dropped, cost, mark_state.stopped);
     return t.released;
 }
 

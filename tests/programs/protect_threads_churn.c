@@ -3,11 +3,11 @@
  * the world; while the stop waits for threads that are not running to take its signal, the
  * running ones went on freeing, and the quarantine, meant to stay within a few times its
  * 1 MiB floor, reached 20-50 MB. Prints a checksum (the same under every allocator).
- * usage: protect_threads_churn [ROUNDS_PER_THREAD] */
+ * usage: protect_threads_churn [ROUNDS_PER_THREAD [THREADS (1..4, 4 if not given)]] */
 #include <pthread.h>
 #include "common.h"
 
-enum { THREADS = 4, SLOTS = 1000 };
+enum { THREADS_MAX = 4, SLOTS = 1000 };
 static long rounds;
 
 static void *worker(void *arg) {
@@ -31,11 +31,14 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
     test_init();
     rounds = argc > 1 ? atol(argv[1]) : 400000;
-    pthread_t tid[THREADS];
-    for (long t = 0; t < THREADS; t++)
+    long threads = argc > 2 ? atol(argv[2]) : THREADS_MAX;
+    if (threads < 1 || threads > THREADS_MAX)
+        threads = THREADS_MAX;
+    pthread_t tid[THREADS_MAX];
+    for (long t = 0; t < threads; t++)
         pthread_create(&tid[t], NULL, worker, (void *)(uintptr_t)t);
     uint64_t sum = 0;
-    for (long t = 0; t < THREADS; t++) {
+    for (long t = 0; t < threads; t++) {
         void *r;
         pthread_join(tid[t], &r);
         sum += (uint64_t)(uintptr_t)r;
