@@ -218,8 +218,17 @@ def run_process(argv, env=None, timeout=DEFAULT_TIMEOUT, stdin=None, cwd=None):
         res = Result(argv, None, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
                      proc.pid, time.monotonic() - start)
         pytest.fail("timed out after %ss\n%s" % (timeout, res.describe()), pytrace=False)
-    return Result(argv, proc.returncode, out.decode("utf-8", "replace"),
-                  err.decode("utf-8", "replace"), proc.pid, time.monotonic() - start)
+    res = Result(argv, proc.returncode, out.decode("utf-8", "replace"),
+                 err.decode("utf-8", "replace"), proc.pid, time.monotonic() - start)
+    # The loader ignores a preload it cannot load and runs the program on glibc's malloc: a
+    # test would then see glibc's behaviour and blame Oscar's (a library relinked while the
+    # suite ran: "reused while a pointer to it was held"), or pass for nothing.
+    if NOT_PRELOADED.search(res.stderr):
+        pytest.fail("liboscar.so was not loaded\n%s" % res.describe(), pytrace=False)
+    return res
+
+
+NOT_PRELOADED = re.compile(r"object '[^']*liboscar[^']*' from LD_PRELOAD cannot be preloaded")
 
 
 class Runner:
