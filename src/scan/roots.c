@@ -388,7 +388,7 @@ static void resident(struct walk *w, uintptr_t lo, uintptr_t hi, enum root_kind 
      * every page of it was touched, and asking pagemap cost a system call a thread (with 400
      * threads waiting, ~0.5 ms a mark). (The reader guards its reads all the same.) */
     if ((kind == ROOT_STACK || kind == ROOT_REGISTERS) && hi - lo <= SMALL_STACK &&
-        !w->copied_only) {
+        !w->copied_only && !w->shared) {
         resident_run(lo, hi, &c);
         return;
     }
