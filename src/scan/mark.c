@@ -1073,11 +1073,11 @@ static void mark_here_body(void *saved) {
 }
 
 /* Another thread is marking and this one's free found the quarantine far past its trigger
- * (URGENT times it): it waits for that mark instead of freeing on. A stop of the world waits
- * for every thread to take its signal, and on fewer CPUs than threads a thread that is not
- * running takes it only once it runs again: meanwhile the running ones freed on, and four
- * threads churning on two CPUs took the quarantine from its 1 MiB floor to 38-60 MB
- * (protect_threads_churn). The wait is a futex's with the program's signal mask, so the
+ * (twice its slack: ph_quarantine_urgent): it waits for that mark instead of freeing on. A stop
+ * of the world waits for every thread to take its signal, and on fewer CPUs than threads a
+ * thread that is not running takes it only once it runs again: meanwhile the running ones freed
+ * on, and four threads churning on two CPUs took the quarantine from its 1 MiB floor to 38-60
+ * MB (protect_threads_churn). The wait is a futex's with the program's signal mask, so the
  * stop's signal parks this thread in it; it ends when the mark is over, or after WAIT_MS at
  * most (a thread that blocks the park signal is left to the stop's own rules). Locks held:
  * none. */

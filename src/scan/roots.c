@@ -484,6 +484,14 @@ static void sort_threads(uint32_t *a, size_t n, enum thread_key k) {
     }
 }
 
+/* Moves *at past the entries of a (sorted by k) whose key lies below lo; returns it. */
+static size_t skip_below(const uint32_t *a, size_t n, size_t *at, enum thread_key k,
+                         uintptr_t lo) {
+    while (*at < n && key_of(a[*at], k) < lo)
+        (*at)++;
+    return *at;
+}
+
 static void order_threads(void) {
     size_t n = world_count();
     order_state.n = order_state.nalt = 0;
@@ -625,9 +633,7 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
                    *by_sp = order_state.by_sp;
     size_t n = order_state.n, nalt = order_state.nalt;
     /* The threads whose saved registers lie in this line. */
-    while (w->regs_at < n && key_of(by_regs[w->regs_at], KEY_REGS) < m->lo)
-        w->regs_at++;
-    for (size_t k = w->regs_at; k < n; k++) {
+    for (size_t k = skip_below(by_regs, n, &w->regs_at, KEY_REGS, m->lo); k < n; k++) {
         const struct world_thread *t = world_thread_at(by_regs[k]);
         if (t->regs_lo >= m->hi)
             break;
@@ -652,9 +658,7 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
         emit(w, lo, hi, ROOT_ALTSTACK, "altstack");
     }
     /* Those whose stack pointer lies in it (where two would cut it, the lower one does). */
-    while (w->sp_at < n && key_of(by_sp[w->sp_at], KEY_SP) < m->lo)
-        w->sp_at++;
-    for (size_t k = w->sp_at; k < n; k++) {
+    for (size_t k = skip_below(by_sp, n, &w->sp_at, KEY_SP, m->lo); k < n; k++) {
         const struct world_thread *t = world_thread_at(by_sp[k]);
         if (t->sp >= m->hi)
             break;

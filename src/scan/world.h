@@ -16,9 +16,9 @@
 #include <signal.h>
 #include <sys/types.h>
 
-/* One parked thread, as it was when it stopped. Valid between world_stop and world_resume. */
 #define WORLD_MAX 32768 /* threads parked at once (a stop with more fails) */
 
+/* One parked thread, as it was when it stopped. Valid between world_stop and world_resume. */
 struct world_thread {
     pid_t tid;
     uintptr_t sp;                       /* stack pointer at the moment it was interrupted */
