@@ -727,18 +727,18 @@ def test_each_freeing_thread_adds_a_floor(runner, tmp_path):
 
 def test_waiting_threads_do_not_make_marking_the_whole_run(runner, tmp_path):
     """200 threads waiting on a condition variable beside one that frees
-    (protect_idle_threads): each stop parks them all, ~12 us each, and with the quarantine
+    (protect_threads_churn ROUNDS 1 200): each stop parks them all, ~12 us each, and with the quarantine
     bounded at twice its 1 MiB trigger the pacing had no say (400 threads: marking took 89% of
     the run, 10x glibc's time). The quarantine may now also hold a sixteenth of the floor for
     each thread a stop parks, so the pacing holds: far fewer marks than with no thread
     waiting, for the same frees."""
     marks = {}
     for waiting in (0, 200):
-        args = [str(waiting), "2000000"]
-        expected = runner.glibc("protect_idle_threads", *args)
+        args = ["2000000", "1", str(waiting)]
+        expected = runner.glibc("protect_threads_churn", *args)
         name = "stats%d.json" % waiting
         env = dict(PROTECT, OSCAR_MARK="stop", OSCAR_STATS_FILE=str(tmp_path / name))
-        res = runner.oscar("protect_idle_threads", *args, env=env, timeout=SLOW_TIMEOUT)
+        res = runner.oscar("protect_threads_churn", *args, env=env, timeout=SLOW_TIMEOUT)
         assert_same_output(res, expected)
         s = stats_of(tmp_path, name)
         marks[waiting] = s["scan_rounds"]

@@ -861,11 +861,11 @@ void *ph_aligned(size_t size, size_t align) {
 #define PACE_SLACK 2
 #endif
 /* ...plus a THREAD_SLACK-th of the floor for each thread the last stop parked (at most
- * STOPPED_MAX; 64 KiB with the 1 MiB floor). A
- * stop costs about 12 us more for each thread, blocked or not (the signal, its handler, two
- * wake-ups, its stack read): with 400 threads waiting on a condition beside one that frees,
- * each mark took 5.2 ms, and with the quarantine at twice its 1 MiB trigger the slack left
- * the pace no say: marking took 89% of the time, 10x glibc's (protect_idle_threads). */
+ * STOPPED_MAX; 64 KiB with the 1 MiB floor). A stop costs about 12 us more for each thread,
+ * blocked or not (the signal, its handler, two wake-ups, its stack read): with 400 threads
+ * waiting on a condition beside one that frees, each mark took 5.2 ms, and with the
+ * quarantine at twice its 1 MiB trigger the slack left the pace no say: marking took 89% of
+ * the time, 10x glibc's (protect_threads_churn with waiting threads). */
 #define THREAD_SLACK 16
 #define STOPPED_MAX 4096
 
