@@ -70,6 +70,10 @@ static struct {
     uint64_t cookie;           /* our requests' si_value (os_send_request; set once at init) */
     _Atomic uint32_t draining; /* threads that parked and have not yet taken what came
                                 * meanwhile (on_park) */
+    /* The program's sends to another thread waiting for the world lock
+     * (world_program_send_begin), and how many ever began: a stop lets them go first
+     * (give_way); sends_begun + 1 when give_way's wait last timed out (0: never). */
+    _Atomic uint32_t senders, sends_begun, stale_at;
     uint64_t handler_mask;     /* what the park handler blocks, as /proc's SigBlk (constant) */
     atomic_bool ready;         /* world_init done (set once, under the world lock) */
     _Atomic uint32_t epoch;    /* stops so far */
@@ -442,10 +446,13 @@ void world_program_send_begin(bool self, struct world_send *w) {
     sigfillset(&block);
     sigdelset(&block, SIGSEGV);
     sigdelset(&block, SIGBUS);
+    atomic_fetch_add_explicit(&world_state.sends_begun, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&world_state.senders, 1, memory_order_release);
     for (;;) {
         os_sigprocmask(SIG_BLOCK, &block, &w->old);
         if (oscar_lock_try(&world_state.lock)) {
             w->locked = true;
+            atomic_fetch_sub_explicit(&world_state.senders, 1, memory_order_relaxed);
             /* (no stop now: the threads of the last one are leaving the handler) */
             while (atomic_load_explicit(&world_state.draining, memory_order_acquire))
                 os_yield();
@@ -492,6 +499,7 @@ void world_exempt_drop(void) {
 void world_fork_child(void) {
     program_owed = false; /* (a fork child has no signal pending) */
     atomic_store(&world_state.draining, 0); /* (the parent's parked threads are not here) */
+    atomic_store(&world_state.senders, 0);  /* (nor its senders) */
 }
 
 void world_exempt_clear(void) {
@@ -728,9 +736,34 @@ bool world_only_own_threads(unsigned own) {
 
 static int stop_locked(void);
 
+/* A send of the program's to another thread takes the world lock between two stops; with
+ * stops back to back (a tiny quarantine floor, two threads freeing), it lost that race again
+ * and again: single sends waited up to 0.7 s (tests/programs/signal_send_between_stops.c).
+ * So a stop about to begin waits, at most GIVE_WAY_NS, while a sender waits for the lock. A
+ * sender that never took it (a handler of the program's jumped out of the loop between two
+ * tries) would leave the count up for good: once a wait timed out, the stops do not wait
+ * again until another send begins. Locks: none (before the world lock). */
+#define GIVE_WAY_NS 20000000ull
+static void give_way(void) {
+    if (!atomic_load_explicit(&world_state.senders, memory_order_acquire))
+        return;
+    uint32_t begun = atomic_load_explicit(&world_state.sends_begun, memory_order_relaxed);
+    if (atomic_load_explicit(&world_state.stale_at, memory_order_relaxed) == begun + 1)
+        return;
+    for (uint64_t until = os_monotonic_ns() + GIVE_WAY_NS;
+         atomic_load_explicit(&world_state.senders, memory_order_acquire);) {
+        if (os_monotonic_ns() >= until) {
+            atomic_store_explicit(&world_state.stale_at, begun + 1, memory_order_relaxed);
+            return;
+        }
+        os_yield();
+    }
+}
+
 int world_stop(void) {
     if (!atomic_load(&world_state.ready))
         return -ENOSYS;
+    give_way();
     oscar_lock_acquire(&world_state.lock);
     return stop_locked();
 }
