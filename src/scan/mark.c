@@ -23,6 +23,7 @@
 #include "heap/protect_heap.h"
 #include "report/unwind.h"
 #include "os/cowchild.h"
+#include "os/giveway.h"
 #include "os/os.h"
 #include "os/ownthread.h"
 #include "os/wtrack.h"
@@ -59,6 +60,9 @@ static struct {
      * parent/child handler) and a stop starting exclude each other, so no child is ever cloned
      * while the world lock is held (the child would inherit it taken). Atomic, lock-free. */
     atomic_int stopping, forking;
+    /* Forks waiting for a stop to end (mark_fork_prepare): the next stop lets them go first
+     * (os/giveway.h). */
+    struct os_giveway forkers;
     /* Written by the marking thread (under marking) only: */
     uint64_t pause_us[PAUSE_RING]; /* the last pauses (a ring) */
     unsigned npauses;
@@ -1151,7 +1155,13 @@ __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintp
 
 /* Freeze the world against forks (see `stopping`) and stop it. 0 or -errno; on success the
  * caller ends with world_resume() and `stopping` cleared. */
+/* With marks back to back (a tiny quarantine floor, two threads freeing), a fork that waited
+ * for one to end lost the race to the next one again and again: single forks waited up to
+ * 3.6 s (fork_between_stops). A stop lets a waiting fork go first, at most this long. */
+#define FORK_GIVE_WAY_NS 20000000ull
+
 static int stop_world(void) {
+    os_giveway_yield(&mark_state.forkers, FORK_GIVE_WAY_NS); /* (locks: none yet) */
     for (;;) {
         atomic_store(&mark_state.stopping, 1);
         if (!atomic_load(&mark_state.forking))
@@ -2116,11 +2126,17 @@ bool mark_fork_prepare(void) {
      * whole mark made every fork of a busy process slow). */
     if (in_mark)
         return false; /* (a handler forking on the marking thread: nothing may be taken) */
-    for (;;) {
+    for (bool waits = false;;) {
         atomic_fetch_add(&mark_state.forking, 1);
-        if (!atomic_load(&mark_state.stopping))
+        if (!atomic_load(&mark_state.stopping)) {
+            if (waits)
+                os_giveway_wait_ends(&mark_state.forkers);
             return true;
+        }
         atomic_fetch_sub(&mark_state.forking, 1);
+        if (!waits)
+            os_giveway_wait_begins(&mark_state.forkers);
+        waits = true;
         while (atomic_load(&mark_state.stopping))
             os_yield(); /* (parked here if the stop goes ahead) */
     }
@@ -2135,6 +2151,7 @@ void mark_fork_child(void) {
     os_threads_fork_child(); /* (and the marker thread) */
     atomic_store(&mark_state.forking, 0);
     atomic_store(&mark_state.stopping, 0);
+    os_giveway_fork_child(&mark_state.forkers);
     /* The marker thread is not in the child: the child starts its own at its first mark. The
      * parent's write tracker is not the child's (its registrations are not inherited). */
     if (atomic_load(&cm_state.started)) {

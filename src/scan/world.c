@@ -40,6 +40,7 @@
  * world lock ranks after them). The handler takes no lock. */
 #define _GNU_SOURCE
 #include "scan/world.h"
+#include "os/giveway.h"
 #include "os/os.h"
 #include "os/nopark.h"
 #include "report/fault.h"
@@ -71,9 +72,8 @@ static struct {
     _Atomic uint32_t draining; /* threads that parked and have not yet taken what came
                                 * meanwhile (on_park) */
     /* The program's sends to another thread waiting for the world lock
-     * (world_program_send_begin), and how many ever began: a stop lets them go first
-     * (give_way); sends_begun + 1 when give_way's wait last timed out (0: never). */
-    _Atomic uint32_t senders, sends_begun, stale_at;
+     * (world_program_send_begin): a stop lets them go first (os/giveway.h). */
+    struct os_giveway senders;
     uint64_t handler_mask;     /* what the park handler blocks, as /proc's SigBlk (constant) */
     atomic_bool ready;         /* world_init done (set once, under the world lock) */
     _Atomic uint32_t epoch;    /* stops so far */
@@ -446,13 +446,12 @@ void world_program_send_begin(bool self, struct world_send *w) {
     sigfillset(&block);
     sigdelset(&block, SIGSEGV);
     sigdelset(&block, SIGBUS);
-    atomic_fetch_add_explicit(&world_state.sends_begun, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&world_state.senders, 1, memory_order_release);
+    os_giveway_wait_begins(&world_state.senders);
     for (;;) {
         os_sigprocmask(SIG_BLOCK, &block, &w->old);
         if (oscar_lock_try(&world_state.lock)) {
             w->locked = true;
-            atomic_fetch_sub_explicit(&world_state.senders, 1, memory_order_relaxed);
+            os_giveway_wait_ends(&world_state.senders);
             /* (no stop now: the threads of the last one are leaving the handler) */
             while (atomic_load_explicit(&world_state.draining, memory_order_acquire))
                 os_yield();
@@ -499,7 +498,7 @@ void world_exempt_drop(void) {
 void world_fork_child(void) {
     program_owed = false; /* (a fork child has no signal pending) */
     atomic_store(&world_state.draining, 0); /* (the parent's parked threads are not here) */
-    atomic_store(&world_state.senders, 0);  /* (nor its senders) */
+    os_giveway_fork_child(&world_state.senders); /* (nor its senders) */
 }
 
 void world_exempt_clear(void) {
@@ -737,33 +736,15 @@ bool world_only_own_threads(unsigned own) {
 static int stop_locked(void);
 
 /* A send of the program's to another thread takes the world lock between two stops; with
- * stops back to back (a tiny quarantine floor, two threads freeing), it lost that race again
- * and again: single sends waited up to 0.7 s (tests/programs/signal_send_between_stops.c).
- * So a stop about to begin waits, at most GIVE_WAY_NS, while a sender waits for the lock. A
- * sender that never took it (a handler of the program's jumped out of the loop between two
- * tries) would leave the count up for good: once a wait timed out, the stops do not wait
- * again until another send begins. Locks: none (before the world lock). */
+ * stops back to back it lost that race again and again: single sends waited up to 0.7 s
+ * (signal_park_counts other nofork). A stop about to begin lets it go first, at most this
+ * long. */
 #define GIVE_WAY_NS 20000000ull
-static void give_way(void) {
-    if (!atomic_load_explicit(&world_state.senders, memory_order_acquire))
-        return;
-    uint32_t begun = atomic_load_explicit(&world_state.sends_begun, memory_order_relaxed);
-    if (atomic_load_explicit(&world_state.stale_at, memory_order_relaxed) == begun + 1)
-        return;
-    for (uint64_t until = os_monotonic_ns() + GIVE_WAY_NS;
-         atomic_load_explicit(&world_state.senders, memory_order_acquire);) {
-        if (os_monotonic_ns() >= until) {
-            atomic_store_explicit(&world_state.stale_at, begun + 1, memory_order_relaxed);
-            return;
-        }
-        os_yield();
-    }
-}
 
 int world_stop(void) {
     if (!atomic_load(&world_state.ready))
         return -ENOSYS;
-    give_way();
+    os_giveway_yield(&world_state.senders, GIVE_WAY_NS); /* (locks: none yet) */
     oscar_lock_acquire(&world_state.lock);
     return stop_locked();
 }

@@ -7,7 +7,15 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* CLOCK_MONOTONIC in seconds. */
+static inline double mono_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 /* Fork a child that exits 0 at once, and wait for it: 0 when it did, 1 otherwise. */
 static inline int fork_empty_child(void) {
@@ -17,6 +25,40 @@ static inline int fork_empty_child(void) {
     int status;
     waitpid(pid, &status, 0);
     return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
+/* Threads that free and allocate objects of 16-4015 bytes at random until churners_stop()
+ * (in protect mode with a tiny quarantine floor, Oscar's stops come back to back). */
+#define CHURNERS_MAX 4
+static struct {
+    atomic_int stop;
+    int n;
+    pthread_t t[CHURNERS_MAX];
+} churners;
+
+static void *churner(void *arg) {
+    uint64_t seed = 7 + (uintptr_t)arg;
+    void *keep[64] = {0};
+    while (!atomic_load(&churners.stop)) {
+        unsigned i = rng_next(&seed) % 64;
+        free(keep[i]);
+        keep[i] = malloc(16 + rng_next(&seed) % 4000);
+    }
+    for (int i = 0; i < 64; i++)
+        free(keep[i]);
+    return NULL;
+}
+
+static inline void churners_start(int n) {
+    churners.n = n < CHURNERS_MAX ? n : CHURNERS_MAX;
+    for (int i = 0; i < churners.n; i++)
+        pthread_create(&churners.t[i], NULL, churner, (void *)(uintptr_t)i);
+}
+
+static inline void churners_stop(void) {
+    atomic_store(&churners.stop, 1);
+    for (int i = 0; i < churners.n; i++)
+        pthread_join(churners.t[i], NULL);
 }
 
 /* Two threads that take turns on one FILE's lock (flockfile, 2000 putc_unlocked, funlockfile)

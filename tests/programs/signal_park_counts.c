@@ -21,7 +21,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "common.h"
 #include "fork_common.h"
@@ -34,20 +33,6 @@ static atomic_int ran, stop;
 static void on_pwr(int sig) {
     (void)sig;
     atomic_fetch_add(&ran, 1);
-}
-
-static void *churn(void *arg) {
-    (void)arg;
-    uint64_t seed = 7;
-    void *keep[64] = {0};
-    while (!atomic_load(&stop)) {
-        unsigned i = rng_next(&seed) % 64;
-        free(keep[i]);
-        keep[i] = malloc(16 + rng_next(&seed) % 4000);
-    }
-    for (int i = 0; i < 64; i++)
-        free(keep[i]);
-    return NULL;
 }
 
 static void *forker(void *arg) {
@@ -66,12 +51,6 @@ static void *waiter(void *arg) {
     return NULL;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv) {
     test_init();
     const char *how = argc > 1 ? argv[1] : "raise";
@@ -80,9 +59,8 @@ int main(int argc, char **argv) {
     sa.sa_handler = on_pwr;
     check(sigaction(SIGPWR, &sa, NULL) == 0, "sigaction");
     int bad_forks = 0;
-    pthread_t c[2], f, w;
-    for (int i = 0; i < 2; i++)
-        pthread_create(&c[i], NULL, churn, NULL);
+    pthread_t f, w;
+    churners_start(2);
     bool forks = !(argc > 2 && !strcmp(argv[2], "nofork"));
     if (forks)
         pthread_create(&f, NULL, forker, &bad_forks);
@@ -90,7 +68,7 @@ int main(int argc, char **argv) {
     int lost = 0, slow = 0;
     for (int i = 0; i < SENDS; i++) {
         int before = atomic_load(&ran);
-        double sent_at = now();
+        double sent_at = mono_seconds();
         if (!strcmp(how, "raise"))
             raise(SIGPWR);
         else if (!strcmp(how, "self"))
@@ -101,17 +79,16 @@ int main(int argc, char **argv) {
             pthread_kill(w, SIGPWR);
         else
             kill(getpid(), SIGPWR);
-        if (now() - sent_at > SLOW_S)
+        if (mono_seconds() - sent_at > SLOW_S)
             slow++;
         /* (to the thread itself: already run; else wait for it, at most 5 s) */
-        for (double t0 = now(); atomic_load(&ran) == before && now() - t0 < 5;)
+        for (double t0 = mono_seconds(); atomic_load(&ran) == before && mono_seconds() - t0 < 5;)
             usleep(50);
         if (atomic_load(&ran) == before && lost++ == 0)
             printf("FAIL send %d never reached the handler\n", i);
     }
     atomic_store(&stop, 1);
-    for (int i = 0; i < 2; i++)
-        pthread_join(c[i], NULL);
+    churners_stop();
     if (forks)
         pthread_join(f, NULL);
     pthread_join(w, NULL);
