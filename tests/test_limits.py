@@ -318,6 +318,24 @@ def test_mlockall_does_not_make_reservations_resident(runner, mode):
     assert_same_output(res, expected, allowed_warnings=(AS_WARNING, USED_UP))
 
 
+def test_mlockall_region_used_up_hands_out_old_addresses(runner):
+    """Strict mode's region used up under mlockall(MCL_CURRENT | MCL_FUTURE): addresses of
+    chunks freed long ago are handed out again once their metadata is dropped, and with every
+    mapping locked that drop was refused (process_madvise(MADV_DONTNEED): EINVAL) and the
+    fallback to MADV_DONTNEED_LOCKED never ran (os_drop_ranges): no window was ever found,
+    "live objects fill the shadow address space", malloc returned NULL (every run of 300,000
+    allocations under OSCAR_VA_GIB=1; with the default 30,000 under RLIMIT_AS 8 GiB, the few
+    runs whose 4 GiB-aligned poison window fell near the end of the region)."""
+    if os.geteuid() != 0 and resource.getrlimit(resource.RLIMIT_MEMLOCK)[0] < (64 << 20):
+        pytest.skip("mlockall needs CAP_IPC_LOCK or RLIMIT_MEMLOCK above the process's size")
+    expected = runner.glibc_once("mlockall_heap", "300000")
+    assert "peak resident under 256 MiB: yes" in expected.stdout, expected.describe()
+    res = runner.oscar("mlockall_heap", "300000", env={"OSCAR_MODE": "strict", "OSCAR_VA_GIB": 1},
+                       timeout=120)
+    assert_same_output(res, expected, allowed_warnings=(USED_UP,))
+    assert [l for l in res.oscar_lines() if re.fullmatch(USED_UP, l)], res.describe()
+
+
 DATA_WARNING = (r"oscar: warning: RLIMIT_DATA is \d+ MiB: the heap's address space is \d+ MiB "
                 r"\(OSCAR_VA_GIB=\d+ GiB asked\); addresses of freed objects are handed out again "
                 r"once it is used up")

@@ -176,7 +176,9 @@ int os_revoke(void *addr, size_t len) {
 
 #define PIDFD_SELF_THREAD (-10000) /* include/uapi/linux/pidfd.h, Linux 6.13+ */
 
-static int madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
+/* *done: the bytes of the ranges advised, in order (the kernel stops at the first range it
+ * refuses, and returns what it did before it, if anything, as a count). */
+static int madvise_ranges_done(const struct iovec *ranges, unsigned n, int advice, size_t *done) {
     os_count(OS_CALL_MADVISE);
     size_t total = 0;
     for (unsigned i = 0; i < n; i++)
@@ -185,9 +187,15 @@ static int madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
     do
         r = sys6(SYS_process_madvise, PIDFD_SELF_THREAD, (long)ranges, n, advice, 0, 0);
     while (r == -EINTR);
+    *done = r > 0 ? (size_t)r : 0;
     if (r < 0)
         return err_of(r);
     return (size_t)r == total ? 0 : EAGAIN;
+}
+
+static int madvise_ranges(const struct iovec *ranges, unsigned n, int advice) {
+    size_t done;
+    return madvise_ranges_done(ranges, n, advice, &done);
 }
 
 int os_remove_ranges(const struct iovec *ranges, unsigned n) {
@@ -235,11 +243,27 @@ int os_drop(void *addr, size_t len) {
 }
 
 int os_drop_ranges(const struct iovec *ranges, unsigned n) {
-    int err = madvise_ranges(ranges, n, MADV_DONTNEED);
-    if (err != ENOSYS && err != EINVAL && err != EBADF && err != EPERM)
+    size_t done;
+    int err = madvise_ranges_done(ranges, n, MADV_DONTNEED, &done);
+    /* The rest one range at a time, through os_drop: kernels before 6.13 (no PIDFD_SELF:
+     * EBADF, or no process_madvise: ENOSYS), and locked ranges (the program's mlockall:
+     * EINVAL, or a count short of the total when the refused range came after others),
+     * which only MADV_DONTNEED_LOCKED drops. (The loop once started with that error still
+     * set and did nothing: under mlockall no dead chunk's metadata was ever dropped and no
+     * window of old addresses ever handed out, so a region used up stayed full and malloc
+     * returned NULL: mlockall_heap under OSCAR_VA_GIB=1.) */
+    if (err != EAGAIN && err != ENOSYS && err != EINVAL && err != EBADF && err != EPERM)
         return err;
-    for (unsigned i = 0; i < n && !err; i++) /* (kernels before 6.13: no PIDFD_SELF) */
-        err = os_drop(ranges[i].iov_base, ranges[i].iov_len);
+    err = 0;
+    for (unsigned i = 0; i < n && !err; i++) {
+        size_t len = ranges[i].iov_len;
+        if (done >= len) {
+            done -= len; /* (dropped by the call above) */
+            continue;
+        }
+        err = os_drop((char *)ranges[i].iov_base + done, len - done);
+        done = 0;
+    }
     return err;
 }
 
