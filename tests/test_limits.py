@@ -151,6 +151,33 @@ def test_address_space_limit(runner, mode):
     assert [l for l in res.oscar_lines() if re.fullmatch(AS_WARNING, l)], res.describe()
 
 
+OFF_WARNING = (r"oscar: warning: cannot set up: .*: glibc's malloc serves this process, "
+               r"unprotected")
+SAMPLE_OFF = r"oscar: warning: OSCAR_SAMPLE_RATE: no sampling \(cannot reserve the sample pool.*"
+
+
+@pytest.mark.parametrize("mode", ["strict", "fast", "protect"])
+@pytest.mark.parametrize("mib", [128, 512, 768])
+def test_tight_address_space_limit(runner, mode, mib):
+    """A program started under an RLIMIT_AS too small for Oscar's reservations (`prlimit
+    --as`, a shell's `ulimit -v`): at 128 MiB every mode aborted at its first allocation
+    ("oscar: fatal: cannot reserve the list of deferred revocations", "protect mode: cannot
+    reserve the heap"), at 512 MiB strict and fast modes ran out of addresses (malloc NULL, a
+    fork's child aborted: "fork: cannot copy the canonical heap"). Now, below 768 MiB (strict,
+    fast) or where a reservation fails (protect), Oscar says so once and glibc's malloc serves
+    the program; from 768 MiB on it runs protected, with its sizing warning."""
+    if not shutil.which("prlimit"):
+        pytest.skip("prlimit (util-linux) is not installed")
+    argv = ["prlimit", "--as=%d" % (mib << 20), str(runner.program("limits_shapes")), "work"]
+    expected = runner.glibc(argv)
+    assert expected.stdout.endswith("OK\n"), expected.describe()
+    res = runner.oscar(argv, env={"OSCAR_MODE": mode})
+    assert_same_output(res, expected, allowed_warnings=[AS_WARNING, USED_UP, OFF_WARNING,
+                                                         SAMPLE_OFF])
+    off = [l for l in res.oscar_lines() if re.fullmatch(OFF_WARNING, l)]
+    assert bool(off) == (mib < (768 if mode != "protect" else 256)), res.describe()
+
+
 def test_address_space_limit_still_catches_use_after_free(runner):
     prog = str(runner.program("uaf_aligned_alloc"))
     res = runner.oscar(["bash", "-c", "ulimit -v 4000000; exec %s" % prog])

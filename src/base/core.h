@@ -107,8 +107,9 @@ static inline uintptr_t pages_for(size_t bytes) {
 }
 
 /* Where the allocator's initialisation stands (modes/alloc.c's oscar_init runs it; base/core.c
- * holds the word): 0 = not started, 1 = running, 2 = done. Lower layers read it and, before
- * 2, return "not yet" to their caller instead of initialising. */
+ * holds the word): 0 = not started, 1 = running, 2 = done, 3 = off (Oscar could not set
+ * itself up: glibc's malloc serves the process, modes/off.h). Lower layers read it and, but
+ * at 2, return "not yet" to their caller instead of initialising. */
 extern atomic_int oscar_init_state;
 
 #endif

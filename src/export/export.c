@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "modes/alloc.h"
 #include "modes/protect.h"
+#include "modes/off.h"
 #include "heap/large.h"
 #include "base/core.h"
 #include "base/stats.h"
@@ -20,7 +21,7 @@ __attribute__((constructor)) static void export_start(void) {
     oscar_init();
     if (protect_on())
         protect_fork_init(); /* (protect mode has its own heap and handlers) */
-    else
+    else if (!off_now())
         fork_init();
 }
 

@@ -3,6 +3,7 @@
 #include "modes/alloc.h"
 #include "modes/protect.h"
 #include "modes/protect_reports.h"
+#include "modes/off.h"
 #include "mem/canon.h"
 #include "report/fault.h"
 #include "heap/keep.h"
@@ -57,13 +58,50 @@ static void warn_filter_refused(long nr) {
     fmt_flush(&f, 2);
 }
 
+/* Strict and fast modes' reservations and tables. false: one could not be made, and Oscar is
+ * off (modes/off.h; what was reserved before stays: no object lies in it). */
+static bool shadow_init(void) {
+    if (!options_int(OPT_GUARDS))
+        os_guards_disable();
+    os_nopark_spin_ns = (uint64_t)options_int(OPT_TEST_REVOKE_SPIN_US) * 1000;
+    packed_mode = options_int(OPT_MODE) == 1;
+    int err;
+    world_reserve(); /* (before the reservations sized by RLIMIT_AS: scan/world.h) */
+    if ((err = region_init()) != 0) {
+        off_enter("cannot reserve address space for shadow pages (a smaller OSCAR_VA_GIB may "
+                  "fit)", err);
+        return false;
+    }
+    object_register_hooks(); /* (reports name objects from here on) */
+    views_register_hooks();
+    reclaim_init(); /* (before the first region_take: alignment gaps are marked in it) */
+    recycle_init(); /* (recycled addresses are proven unreferenced first) */
+    packed_init();
+    const char *failed = NULL;
+    if ((err = canon_init()) != 0)
+        failed = "cannot create the canonical heap (memfd)";
+    else if (kinds_init() == 0) { /* (else no mismatch is reported: not worth stopping for) */
+        alloc_state.check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;
+        alloc_state.check_size = options_int(OPT_NEW_DELETE_TYPE_MISMATCH) != 0;
+    }
+    if (!failed && (err = deferred_init()) != 0)
+        failed = "cannot reserve the list of deferred revocations";
+    if (!failed && (err = thread_init()) != 0)
+        failed = "cannot set up per-thread caches";
+    if (!failed && (err = stack_init()) != 0)
+        failed = "cannot reserve the stack store";
+    if (failed)
+        off_enter(failed, err);
+    return !failed;
+}
+
 /* Runs on the first allocation of the process (often inside ld.so or libc start-up), so it
  * uses only system calls: nothing here may call malloc. */
 void oscar_init(void) {
-    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) == 2)
+    if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) >= 2)
         return;
     oscar_lock_acquire(&alloc_state.init_lock);
-    if (atomic_load(&oscar_init_state) == 2) {
+    if (atomic_load(&oscar_init_state) >= 2) {
         oscar_lock_release(&alloc_state.init_lock);
         return;
     }
@@ -72,36 +110,17 @@ void oscar_init(void) {
     os_filters_refused_hook = warn_filter_refused;
     world_test_park_spin_ns = (uint64_t)options_int(OPT_TEST_PARK_SPIN_US) * 1000;
     if (protect_select()) { /* OSCAR_MODE=protect: its own heap, none of the structures below */
-        protect_reports_init();
-        atomic_store_explicit(&oscar_init_state, 2, memory_order_release);
+        if (!off_now())
+            protect_reports_init();
+        atomic_store_explicit(&oscar_init_state, off_now() ? 3 : 2, memory_order_release);
         oscar_lock_release(&alloc_state.init_lock);
         return;
     }
-    if (!options_int(OPT_GUARDS))
-        os_guards_disable();
-    os_nopark_spin_ns = (uint64_t)options_int(OPT_TEST_REVOKE_SPIN_US) * 1000;
-    packed_mode = options_int(OPT_MODE) == 1;
-    int err;
-    if ((err = region_init()) != 0)
-        report_fatal("cannot reserve address space for shadow pages (try a smaller "
-                     "OSCAR_VA_GIB)", err);
-    object_register_hooks(); /* (reports name objects from here on) */
-    views_register_hooks();
-    reclaim_init(); /* (before the first region_take: alignment gaps are marked in it) */
-    recycle_init(); /* (recycled addresses are proven unreferenced first) */
-    packed_init();
-    if ((err = canon_init()) != 0)
-        report_fatal("cannot create the canonical heap (memfd)", err);
-    if (kinds_init() == 0) { /* (else no mismatch is reported: not worth stopping for) */
-        alloc_state.check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;
-        alloc_state.check_size = options_int(OPT_NEW_DELETE_TYPE_MISMATCH) != 0;
+    if (off_for_limits() || !shadow_init()) { /* (Oscar off: modes/off.h) */
+        atomic_store_explicit(&oscar_init_state, 3, memory_order_release);
+        oscar_lock_release(&alloc_state.init_lock);
+        return;
     }
-    if ((err = deferred_init()) != 0)
-        report_fatal("cannot reserve the list of deferred revocations", err);
-    if ((err = thread_init()) != 0)
-        report_fatal("cannot set up per-thread caches", err);
-    if ((err = stack_init()) != 0)
-        report_fatal("cannot reserve the stack store", err);
     maplimit_init();
     maplimit_set_stop_hooks(world_try_stop, world_resume);
     keep_init(); /* (after maplimit_init: it counts its mappings) */
@@ -113,7 +132,7 @@ void oscar_init(void) {
 }
 
 __attribute__((destructor)) static void oscar_destructor(void) {
-    if (atomic_load(&oscar_init_state) != 2)
+    if (atomic_load(&oscar_init_state) != 2 || off_now())
         return;
     if (protect_on())
         protect_fold_stats();
@@ -185,16 +204,25 @@ static void *malloc_unnoted(size_t size) {
 void *alloc_malloc(size_t size) {
     if (protect_on())
         return protect_malloc(size);
-    return noted(malloc_unnoted(size), size);
+    if (unlikely(off_now()))
+        return off_malloc(size);
+    void *p = malloc_unnoted(size);
+    if (unlikely(!p) && off_now())
+        return off_malloc(size); /* (another thread's initialisation ended off meanwhile) */
+    return noted(p, size);
 }
 
 void *alloc_calloc(size_t size) {
     if (protect_on())
         return protect_calloc(size);
+    if (unlikely(off_now()))
+        return off_calloc(size);
     if (size > OSCAR_SMALL_MAX) {
         void *p = large_alloc_zeroed(size);
         if (unlikely(!p) && initialised_now())
             p = large_alloc_zeroed(size);
+        if (unlikely(!p) && off_now())
+            return off_calloc(size); /* (as in alloc_malloc) */
         return noted(p, size);
     }
     void *p = alloc_malloc(size); /* (small slots are reused: zero them) */
@@ -219,9 +247,13 @@ static void *aligned_once(size_t size, size_t align) {
 void *alloc_aligned(size_t size, size_t align) {
     if (protect_on())
         return protect_aligned(size, align);
+    if (unlikely(off_now()))
+        return off_aligned(size, align);
     void *p = aligned_once(size, align);
     if (unlikely(!p) && initialised_now())
         p = aligned_once(size, align);
+    if (unlikely(!p) && off_now())
+        return off_aligned(size, align); /* (as in alloc_malloc) */
     return noted(p, size);
 }
 
@@ -321,6 +353,10 @@ void alloc_free(void *p, enum report_caller who) {
         protect_free(p, who);
         return;
     }
+    if (unlikely(off_now())) {
+        off_free(p);
+        return;
+    }
     if (!p)
         return;
     free_as(p, who, KIND_MALLOC, false, 0, 0);
@@ -329,6 +365,10 @@ void alloc_free(void *p, enum report_caller who) {
 void alloc_delete(void *p, enum alloc_kind kind, bool sized, size_t size, size_t align) {
     if (protect_on()) {
         protect_delete(p, kind, sized, size);
+        return;
+    }
+    if (unlikely(off_now())) {
+        off_free(p);
         return;
     }
     if (!p)
@@ -341,6 +381,8 @@ void alloc_note_kind(void *p, enum alloc_kind kind) {
         protect_note_kind(p, kind);
         return;
     }
+    if (unlikely(off_now()))
+        return;
     if (!p || !alloc_state.check_kind)
         return;
     uintptr_t a = (uintptr_t)p;
@@ -350,6 +392,8 @@ void alloc_note_kind(void *p, enum alloc_kind kind) {
 int alloc_trim(void) {
     if (protect_on())
         return protect_trim();
+    if (unlikely(off_now()))
+        return 0;
     if (atomic_load_explicit(&oscar_init_state, memory_order_acquire) != 2)
         return 0;
     bool released = keep_trim() != 0;
@@ -389,6 +433,8 @@ static bool has_room(uintptr_t a, size_t len) {
 void *alloc_realloc(void *p, size_t size) {
     if (protect_on())
         return protect_realloc(p, size);
+    if (unlikely(off_now()))
+        return off_realloc(p, size);
     if (!p)
         return alloc_malloc(size);
     uintptr_t a = (uintptr_t)p;
@@ -467,6 +513,8 @@ void *alloc_realloc(void *p, size_t size) {
 size_t alloc_usable_size(void *p) {
     if (protect_on())
         return protect_usable_size(p);
+    if (unlikely(off_now()))
+        return off_usable_size(p);
     if (!p)
         return 0;
     size_t room;

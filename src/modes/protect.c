@@ -1,6 +1,7 @@
 /* protect: see protect.h. */
 #define _GNU_SOURCE
 #include "modes/protect.h"
+#include "modes/off.h"
 #include "base/fmt.h"
 #include "base/messages.h"
 #include "base/options.h"
@@ -42,11 +43,15 @@ bool protect_select(void) {
     bool on = options_int(OPT_MODE) == MODE_PROTECT;
     if (on) {
         int err = protect_heap_init();
-        if (err)
-            report_fatal("protect mode: cannot reserve the heap (try a smaller "
-                         "OSCAR_PROTECT_HEAP_GIB)", err);
-        if (world_init && world_init() != 0)
-            report_fatal("protect mode: cannot set up stop-the-world", ENOMEM);
+        if (err) {
+            off_enter("protect mode cannot reserve its heap (a smaller OSCAR_PROTECT_HEAP_GIB "
+                      "may fit)", err);
+            return true;
+        }
+        if (world_init && (err = world_init()) != 0) {
+            off_enter("protect mode cannot set up the stop of the world", -err);
+            return true;
+        }
         mark_init();
         fault_init();
         protect_state.check_kind = options_int(OPT_ALLOC_DEALLOC_MISMATCH) != 0;

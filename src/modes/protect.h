@@ -8,8 +8,10 @@
 #include "modes/alloc.h"
 #include "report/report.h"
 
-/* 0 until oscar_init has read the options, then 1 (strict or fast) or 2 (protect). */
+/* 0 until oscar_init has read the options, then 1 (strict or fast), 2 (protect) or
+ * PROTECT_STATE_OFF (Oscar could not set itself up: modes/off.h). */
 extern int protect_mode_state;
+#define PROTECT_STATE_OFF 3
 static inline bool protect_on(void) {
     int m = __atomic_load_n(&protect_mode_state, __ATOMIC_RELAXED);
     if (unlikely(!m)) {
@@ -20,7 +22,8 @@ static inline bool protect_on(void) {
 }
 
 /* From oscar_init, after options_init, under the init lock: records the mode and, in protect
- * mode, sets everything it needs up. True: protect mode (the caller initialises nothing else). */
+ * mode, sets everything it needs up. True: protect mode, or Oscar off because protect mode
+ * could not be set up (the caller initialises nothing else). */
 bool protect_select(void);
 /* The fork handlers of protect mode (export/'s constructor registers them instead of
  * fork_init's). */

@@ -355,6 +355,31 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
     errno = saved;
 }
 
+/* The tables, mapped once (the world lock held). 0 or -errno. */
+static int map_tables(void) {
+    if (world_state.slots)
+        return 0;
+    int err = 0;
+    size_t bytes = WORLD_MAX * sizeof(struct slot) + WORLD_HASH * sizeof(int32_t) +
+                   WORLD_MAX * sizeof(struct world_thread *) + WORLD_MAX * sizeof(int32_t);
+    char *m = os_alloc_meta(bytes, &err);
+    if (!m)
+        return -err;
+    world_state.hash = (_Atomic int32_t *)(m + WORLD_MAX * sizeof(struct slot));
+    world_state.parked = (struct world_thread **)(m + WORLD_MAX * sizeof(struct slot) +
+                                                  WORLD_HASH * sizeof(int32_t));
+    world_state.known = (int32_t *)(world_state.parked + WORLD_MAX);
+    world_state.slots = (struct slot *)m; /* (last: the tables are there) */
+    return 0;
+}
+
+int world_reserve(void) {
+    oscar_lock_acquire(&world_state.lock);
+    int err = map_tables();
+    oscar_lock_release(&world_state.lock);
+    return err;
+}
+
 int world_init(void) {
     if (atomic_load(&world_state.ready))
         return 0;
@@ -363,16 +388,8 @@ int world_init(void) {
         oscar_lock_release(&world_state.lock);
         return 0;
     }
-    int err = 0;
-    size_t bytes = WORLD_MAX * sizeof(struct slot) + WORLD_HASH * sizeof(int32_t) +
-                   WORLD_MAX * sizeof(struct world_thread *) + WORLD_MAX * sizeof(int32_t);
-    char *m = os_alloc_meta(bytes, &err);
-    if (m) {
-        world_state.slots = (struct slot *)m;
-        world_state.hash = (_Atomic int32_t *)(m + WORLD_MAX * sizeof(struct slot));
-        world_state.parked = (struct world_thread **)(m + WORLD_MAX * sizeof(struct slot) +
-                                            WORLD_HASH * sizeof(int32_t));
-        world_state.known = (int32_t *)(world_state.parked + WORLD_MAX);
+    int err = -map_tables();
+    if (!err) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_park;

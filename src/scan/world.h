@@ -28,6 +28,11 @@ struct world_thread {
 };
 
 int world_init(void);                 /* installs the park handler; 0 or -errno */
+/* Maps world_init's tables (2.7 MB of address space, untouched until a stop uses them) ahead
+ * of it: strict and fast modes do so before their own reservations, which under a tight
+ * RLIMIT_AS (512 MiB) took what was left, so that no stop, and no proof that old addresses
+ * may be handed out again, could ever be made. 0 or -errno. */
+int world_reserve(void);
 int world_stop(void);                 /* 0: every other thread parked; -ETIMEDOUT / -errno:
                                          none left parked, nothing to undo */
 /* Are Oscar's `own` threads all that is left of the process (its first thread gone with
