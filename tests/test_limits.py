@@ -172,8 +172,9 @@ def test_tight_address_space_limit(runner, mode, mib):
     expected = runner.glibc(argv)
     assert expected.stdout.endswith("OK\n"), expected.describe()
     res = runner.oscar(argv, env={"OSCAR_MODE": mode})
-    assert_same_output(res, expected, allowed_warnings=[AS_WARNING, USED_UP, OFF_WARNING,
-                                                         SAMPLE_OFF])
+    # (prlimit itself runs under Oscar: it may see the limit lowered before its exec)
+    assert_same_output(res, expected, allowed_warnings=[AS_WARNING, AS_LOWERED_WARNING, USED_UP,
+                                                         OFF_WARNING, SAMPLE_OFF])
     off = [l for l in res.oscar_lines() if re.fullmatch(OFF_WARNING, l)]
     assert bool(off) == (mib < (768 if mode != "protect" else 256)), res.describe()
 
@@ -361,6 +362,30 @@ def test_mlockall_region_used_up_hands_out_old_addresses(runner):
                        timeout=120)
     assert_same_output(res, expected, allowed_warnings=(USED_UP,))
     assert [l for l in res.oscar_lines() if re.fullmatch(USED_UP, l)], res.describe()
+
+
+@pytest.mark.parametrize("mode,rounds", [("strict", "4"), ("fast", "8")])
+def test_mlockall_frees_give_canonical_memory_back(runner, mode, rounds):
+    """Bursts of small objects, each freed whole, under mlockall(MCL_CURRENT | MCL_FUTURE):
+    the memory of freed canonical pages goes back to the system as without mlockall. The
+    kernel refuses MADV_REMOVE on a locked mapping (EINVAL, every call), and nothing was ever
+    given back: after everything was freed the memfd still held strict mode's peak (45 MB
+    for 4 rounds of 32 MiB, against 6 MB without mlockall) and fast mode's grew with every
+    round (200 MB for 8 rounds, 1 GB for 64: its heap used up, malloc returned NULL), unseen
+    by VmRSS (no mapping maps the pages). Holes are now punched in the memfd itself
+    (mem/canon.c canon_punch), and fast mode gives up guards the kernel refuses (locked
+    shadows) instead of taking a new span for every refused reuse."""
+    if os.geteuid() != 0 and resource.getrlimit(resource.RLIMIT_MEMLOCK)[0] < (256 << 20):
+        pytest.skip("mlockall needs CAP_IPC_LOCK or RLIMIT_MEMLOCK above the process's size")
+    expected = runner.glibc_once("mlockall_free", rounds)
+    assert "peak resident under 512 MiB: yes" in expected.stdout, expected.describe()
+    res = runner.oscar("mlockall_free", rounds, env={"OSCAR_MODE": mode, "OSCAR_STATS": "1"},
+                       timeout=120)
+    assert_same_output(res, expected, allowed_warnings=(AS_WARNING, USED_UP))
+    stats = stats_of(res.stderr)
+    kept = stats["canonical_resident_bytes"]
+    assert kept < (24 << 20), "%.1f MB of canonical memory kept after every free (peak %.1f MB)\n%s" % (
+        kept / 1e6, stats.get("peak_canonical_bytes", -1) / 1e6, res.describe())
 
 
 DATA_WARNING = (r"oscar: warning: RLIMIT_DATA is \d+ MiB: the heap's address space is \d+ MiB "
