@@ -41,6 +41,8 @@ static struct {
     /* Pages [0, dump_pages) of the window are dumpable (dump_cover: atomic, raised under
      * pools_state.empty_pool's lock). */
     _Atomic uint64_t dump_pages;
+    /* The window refused MADV_REMOVE once (locked: canon_punch). */
+    _Atomic bool window_locked;
 } canon_state;
 
 /* The heap's descriptor, while it is still ours: the program may close it (closefrom) or put
@@ -389,8 +391,27 @@ int canon_map_shadow(uintptr_t sh, size_t len, uint64_t first, bool populate) {
     return err;
 }
 
+/* Under the program's mlockall(MCL_CURRENT) the window is locked, and the kernel refuses
+ * MADV_REMOVE on a locked mapping (EINVAL; as MADV_DONTNEED, but with no _LOCKED variant):
+ * no page was ever given back, strict mode's heap stayed at its peak after every free and
+ * fast mode's grew without bound (mlockall_free). The hole is then punched in the memfd
+ * itself (fallocate, through the window's offsets: the window maps it from offset 0), or,
+ * where the descriptor is gone (the program closed it) or there is none (an anonymous
+ * shared object), through the window unlocked for the call and locked again. Not by
+ * unlocking the window for good: every shadow is a copy of the window's mapping
+ * (os_alias) and takes its lock, so the program's objects would no longer be locked. */
 void canon_punch(uint64_t first, uint64_t pages) {
-    os_remove((void *)(oscar_canon.window + (first << OSCAR_PAGE_SHIFT)), pages << OSCAR_PAGE_SHIFT);
+    void *at = (void *)(oscar_canon.window + (first << OSCAR_PAGE_SHIFT));
+    size_t len = pages << OSCAR_PAGE_SHIFT;
+    /* (once refused, straight to the memfd: the refusal would come again) */
+    if (!atomic_load_explicit(&canon_state.window_locked, memory_order_relaxed)) {
+        if (os_remove(at, len) != EINVAL)
+            return;
+        atomic_store_explicit(&canon_state.window_locked, true, memory_order_relaxed);
+    }
+    if (fd_is_ours() && os_punch_hole(oscar_canon.fd, first << OSCAR_PAGE_SHIFT, len) == 0)
+        return;
+    os_remove_locked(at, len);
 }
 
 bool canon_slots_free(uint64_t page, unsigned lo, unsigned hi) {

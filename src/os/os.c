@@ -216,7 +216,14 @@ bool os_guards_usable(void) { return atomic_load_explicit(&os_state.guards_usabl
 void os_guards_disable(void) { atomic_store(&os_state.guards_usable, 0); }
 
 int os_guard_ranges(const struct iovec *ranges, unsigned n) {
-    return madvise_ranges(ranges, n, MADV_GUARD_INSTALL);
+    int err = madvise_ranges(ranges, n, MADV_GUARD_INSTALL);
+    /* As os_guard: refused for such a mapping (locked ones: the program's mlockall), so
+     * refused again each time. Fast mode's reuse spans need guards, and kept asking: every
+     * mapping of reused pages was refused, a new span taken instead, and under mlockall the
+     * canonical heap was used up (mlockall_free 64 rounds: malloc returned NULL). */
+    if (err == EINVAL)
+        os_guards_disable();
+    return err;
 }
 
 int os_guard(void *addr, size_t len) {
@@ -835,6 +842,17 @@ int os_move_mapping(void *from, size_t len, void *to) {
 int os_remove(void *addr, size_t len) {
     os_count(OS_CALL_MADVISE);
     return err_of(sys6(SYS_madvise, (long)addr, (long)len, MADV_REMOVE, 0, 0, 0));
+}
+
+int os_remove_locked(void *addr, size_t len) {
+    os_count(OS_CALL_OTHER);
+    int err = err_of(sys6(SYS_munlock, (long)addr, (long)len, 0, 0, 0, 0));
+    if (err)
+        return err;
+    err = os_remove(addr, len);
+    os_count(OS_CALL_OTHER);
+    int relock = err_of(sys6(SYS_mlock2, (long)addr, (long)len, 1 /* MLOCK_ONFAULT */, 0, 0, 0));
+    return err ? err : relock;
 }
 
 int os_pread_all(int fd, void *buf, size_t len, uint64_t off) {

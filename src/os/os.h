@@ -228,8 +228,14 @@ int os_dump(void *addr, size_t len, bool dump);
 int os_alias(void *src, size_t len, void *dst, int populate);
 /* Move the mapping [from, from + len) to `to`, replacing what is there. */
 int os_move_mapping(void *from, size_t len, void *to);
-/* Give the memory of a shared writable range back (MADV_REMOVE: a hole in its file). */
+/* Give the memory of a shared writable range back (MADV_REMOVE: a hole in its file). EINVAL
+ * where the range is locked (the program's mlockall): the kernel refuses MADV_REMOVE on a
+ * VM_LOCKED mapping, as it does MADV_DONTNEED, and has no _LOCKED variant of it. */
 int os_remove(void *addr, size_t len);
+/* os_remove on a locked range: unlocked (munlock) for the call, then locked again as
+ * mlockall(MCL_ONFAULT) locked it (mlock2(MLOCK_ONFAULT): the hole is not faulted back in).
+ * The mapping is split in three meanwhile, and merged again. */
+int os_remove_locked(void *addr, size_t len);
 /* pread the whole range, retrying on EINTR / short reads. */
 int os_pread_all(int fd, void *buf, size_t len, uint64_t off);
 /* The next data range [*data, *hole) of fd at or after `from` (SEEK_DATA / SEEK_HOLE); ENXIO
