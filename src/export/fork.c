@@ -177,6 +177,7 @@ static void restore_stdio_locks(void) {
 }
 
 static void prepare(void) {
+    maplimit_fit_if_lowered(); /* (locks: none yet) */
     _IO_list_lock();
     views_fork_prepare(); /* first: its operations in flight may take the locks below */
     thread_lock_registry();

@@ -29,6 +29,9 @@ static struct {
     atomic_int degraded, warned;
     atomic_flag recounting; /* a recount is running: taken with test-and-set, never waited on */
     atomic_int told_lowered; /* set once by the first "address space lowered" line (exchange) */
+    /* RLIMIT_AS when last looked at (maplimit_init, then maplimit_fit_if_lowered's exchange;
+     * UINT64_MAX: unlimited) */
+    _Atomic uint64_t seen_as;
     /* /proc/self/maps, kept open (os/kept.h): opened by maplimit_init, read and opened again
      * only by the recount (holding `recounting`) and by maplimit_fork_child (one thread). */
     struct os_kept maps;
@@ -68,6 +71,8 @@ void maplimit_init(void) {
     maplimit_state.soft_limit = maplimit_state.max_map_count - reserve;
     if (maplimit_state.soft_limit < maplimit_state.max_map_count / 2)
         maplimit_state.soft_limit = maplimit_state.max_map_count / 2;
+    uint64_t as;
+    atomic_store(&maplimit_state.seen_as, os_rlimit(RLIMIT_AS, &as) == 0 ? as : UINT64_MAX);
     long lines = 0;
     count_maps(&lines);
     atomic_store(&maplimit_state.estimate, lines);
@@ -221,6 +226,14 @@ static bool fit_address_space_limit(void) {
         fmt_flush(&f, 2);
     }
     return true;
+}
+
+bool maplimit_fit_if_lowered(void) {
+    uint64_t limit;
+    if (os_rlimit(RLIMIT_AS, &limit) != 0)
+        return false;
+    uint64_t seen = atomic_exchange(&maplimit_state.seen_as, limit);
+    return limit < seen && fit_address_space_limit();
 }
 
 void maplimit_on_enomem(void) {

@@ -27,6 +27,13 @@ void maplimit_add(long delta);
 bool maplimit_defer(long delta);
 /* An mmap of ours failed with ENOMEM: recount and degrade if that is why. */
 void maplimit_on_enomem(void);
+/* The program lowered RLIMIT_AS since the last look (a shell's `ulimit -v`): give back what
+ * maplimit_on_enomem would, now. fork's prepare calls it before it takes any lock: fast mode's
+ * allocations may never fail after the lowering (packed pages), and the fork's copy of the
+ * canonical heap, sized before it, then did not fit: the child aborted ("fork: cannot copy
+ * the canonical heap for the child"), so a shell under fast mode could not run a command
+ * after `ulimit -v 4000000`. One getrlimit a fork. True when something was given back. */
+bool maplimit_fit_if_lowered(void);
 bool maplimit_degraded(void);
 /* True while the estimate is below half the soft limit: room for mappings that save time
  * but never merge with their neighbours (keep.c). */
