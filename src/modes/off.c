@@ -4,7 +4,6 @@
 #include "base/messages.h"
 #include "os/os.h"
 
-#include <errno.h>
 #include <sys/resource.h>
 
 extern void *__libc_malloc(size_t size);

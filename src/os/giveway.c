@@ -11,13 +11,13 @@ void os_giveway_wait_ends(struct os_giveway *g) {
     atomic_fetch_sub_explicit(&g->waiting, 1, memory_order_release);
 }
 
-void os_giveway_yield(struct os_giveway *g, uint64_t max_ns) {
+void os_giveway_yield(struct os_giveway *g) {
     if (!atomic_load_explicit(&g->waiting, memory_order_acquire))
         return;
     uint32_t begun = atomic_load_explicit(&g->begun, memory_order_relaxed);
     if (atomic_load_explicit(&g->stale_at, memory_order_relaxed) == begun + 1)
         return; /* (the same count timed out before: a wait that never ended) */
-    for (uint64_t until = os_monotonic_ns() + max_ns;
+    for (uint64_t until = os_monotonic_ns() + OS_GIVEWAY_NS;
          atomic_load_explicit(&g->waiting, memory_order_acquire);) {
         if (os_monotonic_ns() >= until) {
             atomic_store_explicit(&g->stale_at, begun + 1, memory_order_relaxed);

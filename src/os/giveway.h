@@ -23,8 +23,11 @@ struct os_giveway {
 /* The waiter's side: before its first try, and once it got what it waited for (or gave up). */
 void os_giveway_wait_begins(struct os_giveway *g);
 void os_giveway_wait_ends(struct os_giveway *g);
-/* The stopper's side: yields while someone waits, max_ns at most. */
-void os_giveway_yield(struct os_giveway *g, uint64_t max_ns);
+/* How long a stopper yields at most: a send or a fork takes far less once it runs, and a
+ * stop put off this long still comes. */
+#define OS_GIVEWAY_NS 20000000ull
+/* The stopper's side: yields while someone waits, OS_GIVEWAY_NS at most. */
+void os_giveway_yield(struct os_giveway *g);
 /* A fork child: the parent's other threads, and their waits, are not there. */
 void os_giveway_fork_child(struct os_giveway *g);
 #endif

@@ -1154,14 +1154,12 @@ __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintp
 }
 
 /* Freeze the world against forks (see `stopping`) and stop it. 0 or -errno; on success the
- * caller ends with world_resume() and `stopping` cleared. */
-/* With marks back to back (a tiny quarantine floor, two threads freeing), a fork that waited
- * for one to end lost the race to the next one again and again: single forks waited up to
- * 3.6 s (fork_between_stops). A stop lets a waiting fork go first, at most this long. */
-#define FORK_GIVE_WAY_NS 20000000ull
-
+ * caller ends with world_resume() and `stopping` cleared. With marks back to back (a tiny
+ * quarantine floor, two threads freeing), a fork that waited for one to end lost the race to
+ * the next one again and again: single forks waited up to 3.6 s (fork_between_stops). A
+ * stop lets a waiting fork go first. */
 static int stop_world(void) {
-    os_giveway_yield(&mark_state.forkers, FORK_GIVE_WAY_NS); /* (locks: none yet) */
+    os_giveway_yield(&mark_state.forkers); /* (locks: none yet) */
     for (;;) {
         atomic_store(&mark_state.stopping, 1);
         if (!atomic_load(&mark_state.forking))

@@ -754,14 +754,11 @@ static int stop_locked(void);
 
 /* A send of the program's to another thread takes the world lock between two stops; with
  * stops back to back it lost that race again and again: single sends waited up to 0.7 s
- * (signal_park_counts other nofork). A stop about to begin lets it go first, at most this
- * long. */
-#define GIVE_WAY_NS 20000000ull
-
+ * (signal_park_counts other nofork). A stop about to begin lets it go first. */
 int world_stop(void) {
     if (!atomic_load(&world_state.ready))
         return -ENOSYS;
-    os_giveway_yield(&world_state.senders, GIVE_WAY_NS); /* (locks: none yet) */
+    os_giveway_yield(&world_state.senders); /* (locks: none yet) */
     oscar_lock_acquire(&world_state.lock);
     return stop_locked();
 }
