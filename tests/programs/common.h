@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static int test_failures;
 
@@ -36,6 +38,20 @@ static inline long peak_rss_kib(void) {
     if (f)
         fclose(f);
     return v;
+}
+
+/* Runs the program again, from the start, under an RLIMIT_AS of `bytes` (so that Oscar sizes
+ * what it reserves by it), unless the environment variable `flag` says this is that run.
+ * Returns only in that run; exits 2 if it cannot be made. */
+static inline void rerun_under_as_limit(char **argv, const char *flag, unsigned long bytes) {
+    if (getenv(flag))
+        return;
+    struct rlimit as = {bytes, bytes};
+    setenv(flag, "1", 1);
+    if (setrlimit(RLIMIT_AS, &as) != 0 || execv("/proc/self/exe", argv) != 0) {
+        perror("setrlimit, execv");
+        exit(2);
+    }
 }
 
 /* Records a failed expectation; the program keeps going so one run shows every failure. */

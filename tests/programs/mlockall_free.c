@@ -21,19 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-    if (!getenv("MLOCKALL_FREE_LIMITED")) {
-        struct rlimit as = {8UL << 30, 8UL << 30};
-        setenv("MLOCKALL_FREE_LIMITED", "1", 1);
-        if (setrlimit(RLIMIT_AS, &as) != 0 || execv("/proc/self/exe", argv) != 0) {
-            perror("setrlimit, execv");
-            return 2;
-        }
-    }
+    rerun_under_as_limit(argv, "MLOCKALL_FREE_LIMITED", 8UL << 30);
     int nolock = argc > 1 && !strcmp(argv[argc - 1], "nolock");
     int closefds = argc > 1 && !strcmp(argv[argc - 1], "closefds");
     int nums = argc - 1 - nolock - closefds;

@@ -24,18 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-    if (!getenv("MLOCKALL_HEAP_LIMITED")) {
-        struct rlimit as = {8UL << 30, 8UL << 30};
-        setenv("MLOCKALL_HEAP_LIMITED", "1", 1);
-        if (setrlimit(RLIMIT_AS, &as) != 0 || execv("/proc/self/exe", argv) != 0) {
-            perror("setrlimit, execv");
-            return 2;
-        }
-    }
+    rerun_under_as_limit(argv, "MLOCKALL_HEAP_LIMITED", 8UL << 30);
     int r = mlockall(MCL_CURRENT | MCL_FUTURE);
     printf("mlockall: %s\n", r == 0 ? "0" : errno == ENOMEM ? "ENOMEM" : "failed");
     int count = argc > 1 ? atoi(argv[1]) : 30000;
