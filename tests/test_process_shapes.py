@@ -3,6 +3,7 @@ nested forks, a daemon's double fork, posix_spawn/system/popen/vfork, fork-then-
 preloaded program, 10,000 threads started and joined without growth, objects outliving the
 thread that allocated them, and 200 forks while four threads allocate."""
 
+import os
 import re
 import signal
 
@@ -85,3 +86,31 @@ def test_degraded_mode_with_threads_and_forks_never_hangs(runner):
                        env={"OSCAR_GUARDS": "0", "OSCAR_MAP_RESERVE": "60000"})
     assert_same_output(res, expected, allowed_warnings=[MAPPING_LIMIT_WARNING])
     assert len(res.oscar_lines()) >= 1, "degraded mode never set in\n" + res.describe()
+
+
+CHROOT_ROUNDS = {"protect": "1000000", "strict": "100000", "fast": "300000"}
+
+
+@pytest.mark.parametrize("mode", ["protect", "strict", "fast"])
+@pytest.mark.parametrize("how", ["libc", "raw", "closefds", "fork"])
+def test_a_program_shut_in_a_directory_without_proc(runner, tmp_path, mode, how):
+    """A daemon that chroots into an empty directory (sshd's privilege-separated child, vsftpd,
+    bind) and goes on allocating: protect mode's marks read /proc/self, which is not there,
+    and they never ran after one warning ("cannot list the program's threads"): nothing freed
+    was handed out again, 1.6 MiB under glibc became 267 MiB for 2 million replacements.
+    Oscar keeps a descriptor of /proc from its start (and takes it again in chroot(3) if the
+    program closed it) and reads through it what the path no longer reaches."""
+    if os.geteuid() != 0:
+        pytest.skip("chroot needs root")
+    root = tmp_path / "root"
+    root.mkdir()
+    args = (str(root), CHROOT_ROUNDS[mode], how)
+    expected = runner.glibc_once("chroot_churn", *args)
+    assert "peak below 64 MiB: yes" in expected.stdout, expected.describe()
+    res = runner.oscar("chroot_churn", *args, env={"OSCAR_MODE": mode, "OSCAR_STATS": "1"},
+                       timeout=SLOW_TIMEOUT)
+    assert_same_output(res, expected)
+    if mode == "protect" and how != "fork":
+        stats = {m.group(1): int(m.group(2)) for m in
+                 re.finditer(r"^oscar-stats: ([a-z_]+) (\d+)$", res.stderr, re.M)}
+        assert stats["scan_rounds"] > 0 and stats["scan_skipped"] == 0, res.describe()

@@ -16,6 +16,7 @@
 #include "os/os.h"
 #include "os/nopark.h"
 #include "os/filters.h"
+#include "os/procroot.h"
 #include "base/messages.h"
 #include "base/fmt.h"
 #include "heap/packed.h"
@@ -110,8 +111,10 @@ void oscar_init(void) {
     os_filters_refused_hook = warn_filter_refused;
     world_test_park_spin_ns = (uint64_t)options_int(OPT_TEST_PARK_SPIN_US) * 1000;
     if (protect_select()) { /* OSCAR_MODE=protect: its own heap, none of the structures below */
-        if (!off_now())
+        if (!off_now()) {
+            os_proc_root_take(); /* (else marks cannot run once the program chroots) */
             protect_reports_init();
+        }
         atomic_store_explicit(&oscar_init_state, off_now() ? 3 : 2, memory_order_release);
         oscar_lock_release(&alloc_state.init_lock);
         return;
@@ -121,6 +124,7 @@ void oscar_init(void) {
         oscar_lock_release(&alloc_state.init_lock);
         return;
     }
+    os_proc_root_take(); /* (the mapping count and reports read /proc/self) */
     maplimit_init();
     maplimit_set_stop_hooks(world_try_stop, world_resume);
     keep_init(); /* (after maplimit_init: it counts its mappings) */

@@ -3,6 +3,7 @@
 #include "os/os.h"
 
 #include <errno.h>
+#include <fcntl.h>
 
 /* Is k->fd still the file k opened (in this process or, inherited, in a fork's child)? */
 static bool same_file(const struct os_kept *k) {
@@ -16,16 +17,11 @@ int os_kept_open(struct os_kept *k) {
     if (same_file(k))
         os_close(k->fd);
     k->fd = -1;
-    long fd = os_open_read(k->path);
+    uint64_t dev, ino;
+    long fd = os_open_out_of_way(k->path, O_RDONLY | O_CLOEXEC, &dev, &ino);
     if (fd < 0)
         return (int)-fd;
-    uint64_t dev, ino;
-    int err = os_fd_id((int)fd, &dev, &ino);
-    if (err) {
-        os_close((int)fd);
-        return err;
-    }
-    k->fd = os_fd_out_of_way((int)fd);
+    k->fd = (int)fd;
     k->pid = os_getpid();
     k->dev = dev;
     k->ino = ino;

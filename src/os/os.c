@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "os/os.h"
 #include "os/filters.h"
+#include "os/procroot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -371,8 +372,18 @@ int os_write_all(int fd, const void *buf, size_t len) {
     return 0;
 }
 
+/* openat from the working directory; a path under /proc/ that is not there (a program shut
+ * in a directory without it), again from /proc's own descriptor (os/procroot.h). */
+static long open_at(const char *path, int flags, int mode) {
+    long r = sys6(SYS_openat, AT_FDCWD, (long)path, flags, mode, 0, 0);
+    int dir;
+    if (r < 0 && (dir = os_proc_root_retry(&path, r)) >= 0)
+        r = sys6(SYS_openat, dir, (long)path, flags, mode, 0, 0);
+    return r;
+}
+
 static int os_open_flags(const char *path, int flags, int *fd) {
-    long r = sys6(SYS_openat, AT_FDCWD, (long)path, flags, 0644, 0, 0);
+    long r = open_at(path, flags, 0644);
     if (err_of(r))
         return err_of(r);
     *fd = (int)r;
@@ -389,7 +400,7 @@ int os_open_append(const char *path, int *fd) {
 
 static int open_read(const char *path, int *fd) {
     os_count(OS_CALL_OTHER);
-    long r = sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+    long r = open_at(path, O_RDONLY | O_CLOEXEC, 0);
     if (err_of(r))
         return err_of(r);
     *fd = (int)r;
@@ -435,13 +446,20 @@ void *os_map_file(const char *path, size_t *len, int *err) {
 
 long os_readlink(const char *path, char *buf, size_t cap) {
     long n = sys6(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)cap - 1, 0, 0);
+    int dir;
+    if (n < 0 && (dir = os_proc_root_retry(&path, n)) >= 0)
+        n = sys6(SYS_readlinkat, dir, (long)path, (long)buf, (long)cap - 1, 0, 0);
     buf[n > 0 ? n : 0] = 0;
     return n;
 }
 
 int os_stat_nlink(const char *path, uint64_t *nlink) {
     struct stat st;
-    int err = err_of(sys6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0));
+    long r = sys6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0);
+    int dir;
+    if (r < 0 && (dir = os_proc_root_retry(&path, r)) >= 0)
+        r = sys6(SYS_newfstatat, dir, (long)path, (long)&st, 0, 0, 0);
+    int err = err_of(r);
     if (!err)
         *nlink = (uint64_t)st.st_nlink;
     return err;
@@ -521,13 +539,10 @@ unsigned os_cpu_count(void) {
  * Signal-safe: the park handler and the fault handler call some of these. */
 
 long os_open_dir(const char *path) {
-    long r = sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0, 0);
-    return r;
+    return open_at(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 }
 
-long os_open_read(const char *path) {
-    return sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
-}
+long os_open_read(const char *path) { return open_at(path, O_RDONLY | O_CLOEXEC, 0); }
 
 /* A call that makes a descriptor: once as it is, and if the program uses every descriptor
  * its soft RLIMIT_NOFILE lets it (-EMFILE), again with that limit raised (up to 1024 more,
@@ -543,7 +558,7 @@ struct opening {
 static long open_once(const struct opening *o) {
     if (!o->path)
         return sys6(SYS_pipe2, (long)o->fds, o->flags, 0, 0, 0, 0);
-    return sys6(SYS_openat, AT_FDCWD, (long)o->path, o->flags, 0, 0, 0);
+    return open_at(o->path, o->flags, 0);
 }
 
 static long open_with_room(const struct opening *o) {
@@ -782,6 +797,18 @@ static int dup_above_limit(int fd, uint64_t soft, uint64_t hard) {
     long r = sys6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, (long)soft, 0, 0, 0);
     sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&old, 0, 0, 0);
     return err_of(r) ? -1 : (int)r;
+}
+
+long os_open_out_of_way(const char *path, int flags, uint64_t *dev, uint64_t *ino) {
+    long fd = open_at(path, flags, 0);
+    if (fd < 0)
+        return fd;
+    int err = os_fd_id((int)fd, dev, ino);
+    if (err) {
+        os_close((int)fd);
+        return -err;
+    }
+    return os_fd_out_of_way((int)fd);
 }
 
 int os_fd_out_of_way(int fd) {

@@ -217,6 +217,9 @@ int os_fd_id(int fd, uint64_t *dev, uint64_t *ino);
  * leaves no room there, from near the soft limit (at most 1000) up; returns the new one (or
  * fd itself when it is there already or none is free there). */
 int os_fd_out_of_way(int fd);
+/* Opens path (flags; under /proc/ as os/procroot.h says), notes what it is (os_fd_id) and
+ * moves it out of the way (os_fd_out_of_way): the descriptor, or -errno. */
+long os_open_out_of_way(const char *path, int flags, uint64_t *dev, uint64_t *ino);
 /* Kernel-placed shared read-write NORESERVE mapping of [0, len) of fd; fd < 0: of a new
  * anonymous shared object (no descriptor, no file size limit). */
 void *os_map_window(size_t len, int fd, int *err);
