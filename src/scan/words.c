@@ -141,19 +141,28 @@ static struct {
     bool avx2, avx512; /* what the CPU has (the debug build checks each against scalar) */
 } words_state;
 
+/* What the CPU has and the kernel saves. glibc's loader asked the CPU once at start, and
+ * keeps the answers (glibc 2.33+): libgcc's __builtin_cpu_supports asks it again, a dozen
+ * CPUID instructions that each leave a virtual machine for its hypervisor (0.17 ms of every
+ * process's start here, 8% of a short program's run under Oscar). */
+#if defined(__x86_64__) && __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#define HAS_AVX2() CPU_FEATURE_ACTIVE(AVX2)
+#define HAS_AVX512() (CPU_FEATURE_ACTIVE(AVX512F) && CPU_FEATURE_ACTIVE(AVX512_VBMI2))
+#elif defined(__x86_64__)
+#define HAS_AVX2() (__builtin_cpu_init(), __builtin_cpu_supports("avx2"))
+#define HAS_AVX512() (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vbmi2"))
+#endif
+
 void words_init(void) {
 #if defined(__x86_64__)
-    /* (May run before libgcc's constructor: initialise its CPU model first. It also checks
-     * that the kernel saves the vector registers.) */
-    __builtin_cpu_init();
-    words_state.avx2 = __builtin_cpu_supports("avx2");
+    words_state.avx2 = HAS_AVX2();
     /* AVX-512 only from the CPUs that also have VBMI2 (Intel's Ice Lake on, AMD's Zen 4):
      * before them (Skylake-SP, Cascade Lake) a core that runs 512-bit instructions slows its
      * clock for a while after, and a program that marks every millisecond or two (churn)
      * would run its own code slower. Here AVX-512 reads 5-20% faster than AVX2
      * (docs/benchmarks.md). */
-    words_state.avx512 = __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512vbmi2");
+    words_state.avx512 = HAS_AVX512();
     words_state.kernel = words_state.avx512 ? KERNEL_AVX512
                          : words_state.avx2 ? KERNEL_AVX2
                                             : KERNEL_SCALAR;
