@@ -13,7 +13,25 @@ import pytest
 from conftest import (assert_report, assert_same_output, hexaddr, location_line, parse_values,
                       report_lines)
 
-MODES = ["strict", "fast", "protect"]
+# protect: the objects of these short programs are sampled (OSCAR_SAMPLE_FIRST), so their kind
+# is kept with the sampled object; protect-heap: in the heap's own metadata.
+MODES = ["strict", "fast", "protect", "protect-heap"]
+
+
+def mode_env(mode, **more):
+    env = {"OSCAR_MODE": mode.split("-")[0]}
+    if mode == "protect-heap":
+        env["OSCAR_SAMPLE_FIRST"] = "0"
+    env.update(more)
+    return env
+
+
+def keeps_allocation_stack(mode, size, packed):
+    """Fast mode keeps none for objects sharing a page; protect mode only for sampled objects
+    (at most 4 KiB)."""
+    if mode.startswith("protect"):
+        return mode == "protect" and size <= 4096
+    return not packed
 
 KIND_CASES = {
     "malloc_delete": ("malloc", "operator delete"),
@@ -38,7 +56,7 @@ def has_stack(report, title):
 @pytest.mark.parametrize("case", sorted(KIND_CASES))
 def test_alloc_dealloc_mismatch(runner, mode, case):
     alloc, dealloc = KIND_CASES[case]
-    res = runner.oscar("cxx_alloc_dealloc_mismatch", case, env={"OSCAR_MODE": mode})
+    res = runner.oscar("cxx_alloc_dealloc_mismatch", case, env=mode_env(mode))
     v = parse_values(res.stdout)
     assert "ptr" in v, res.describe()
     report = assert_report(res, signal.SIGABRT,
@@ -50,7 +68,7 @@ def test_alloc_dealloc_mismatch(runner, mode, case):
     passed_to = "realloc" if case == "new_realloc" else dealloc
     assert report[2] == "the region is allocated; it was passed to %s" % passed_to, res.describe()
     assert has_stack(report, "deallocated"), res.describe()
-    if not packed and mode != "protect":  # (fast: no stacks for objects sharing a page)
+    if keeps_allocation_stack(mode, v["size"], packed):
         assert has_stack(report, "allocated"), res.describe()
     assert report[-1] == "(OSCAR_ALLOC_DEALLOC_MISMATCH=0 turns this check off)", res.describe()
 
@@ -59,8 +77,8 @@ def test_alloc_dealloc_mismatch(runner, mode, case):
 @pytest.mark.parametrize("case", sorted(KIND_CASES))
 def test_alloc_dealloc_mismatch_off(runner, mode, case):
     res = runner.oscar("cxx_alloc_dealloc_mismatch", case,
-                       env={"OSCAR_MODE": mode, "OSCAR_ALLOC_DEALLOC_MISMATCH": "0",
-                            "OSCAR_NEW_DELETE_TYPE_MISMATCH": "0"})
+                       env=mode_env(mode, OSCAR_ALLOC_DEALLOC_MISMATCH="0",
+                                    OSCAR_NEW_DELETE_TYPE_MISMATCH="0"))
     assert res.returncode == 0 and "NOT REACHED" in res.stdout, res.describe()
     assert not report_lines(res), res.describe()
 
@@ -68,7 +86,7 @@ def test_alloc_dealloc_mismatch_off(runner, mode, case):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", ["small", "large"])
 def test_new_delete_type_mismatch(runner, mode, case):
-    res = runner.oscar("cxx_new_delete_type_mismatch", case, env={"OSCAR_MODE": mode})
+    res = runner.oscar("cxx_new_delete_type_mismatch", case, env=mode_env(mode))
     v = parse_values(res.stdout)
     assert "ptr" in v, res.describe()
     report = assert_report(res, signal.SIGABRT,
@@ -79,7 +97,7 @@ def test_new_delete_type_mismatch(runner, mode, case):
     assert re.fullmatch(r"  size of the allocated type:   %s bytes;" % allocated, report[2]), res.describe()
     assert report[3] == "  size of the deallocated type: %d bytes." % v["deallocated"], res.describe()
     assert has_stack(report, "deallocated"), res.describe()
-    if not packed and mode != "protect":
+    if keeps_allocation_stack(mode, v["allocated"], packed):
         assert has_stack(report, "allocated"), res.describe()
     assert report[-1] == "(OSCAR_NEW_DELETE_TYPE_MISMATCH=0 turns this check off)", res.describe()
 
@@ -87,7 +105,7 @@ def test_new_delete_type_mismatch(runner, mode, case):
 @pytest.mark.parametrize("mode", MODES)
 def test_new_delete_type_mismatch_off(runner, mode):
     res = runner.oscar("cxx_new_delete_type_mismatch",
-                       env={"OSCAR_MODE": mode, "OSCAR_NEW_DELETE_TYPE_MISMATCH": "0"})
+                       env=mode_env(mode, OSCAR_NEW_DELETE_TYPE_MISMATCH="0"))
     assert res.returncode == 0 and "NOT REACHED" in res.stdout, res.describe()
     assert not report_lines(res), res.describe()
 
@@ -95,7 +113,7 @@ def test_new_delete_type_mismatch_off(runner, mode):
 @pytest.mark.parametrize("mode", ["strict", "fast", "protect"])
 @pytest.mark.parametrize("program", ["cxx_kinds_correct", "cxx_stl", "cxx_new_delete"])
 def test_correct_cxx_program_prints_what_glibc_prints(runner, mode, program):
-    assert_same_output(runner.oscar(program, env={"OSCAR_MODE": mode}), runner.glibc(program))
+    assert_same_output(runner.oscar(program, env=mode_env(mode)), runner.glibc(program))
 
 
 def test_protect_mode_double_delete_is_a_double_free(runner):

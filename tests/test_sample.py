@@ -34,7 +34,7 @@ def test_use_after_free_reported_with_both_stacks(runner):
                            r"%s is located 3 bytes inside of 40-byte region \[%s,%s\)"
                            % (ADDR, ADDR, ADDR))
     assert report[2] == ("the region was freed; its page is revoked (a sampled object: "
-                         "OSCAR_SAMPLE_RATE)"), res.describe()
+                         "OSCAR_SAMPLE_RATE, OSCAR_SAMPLE_FIRST)"), res.describe()
     freed = frames_after(report, "freed by thread")
     alloc = frames_after(report, "previously allocated by thread")
     assert re.search(r" in drop .*sample_use_after_free\.c:13", freed[0]), res.describe()
@@ -133,7 +133,8 @@ def test_report_of_unsampled_object_is_whole(runner, rate):
     protect mode keeps stacks only for sampled objects (with sampling on, the report used to
     die inside the history, on the strict region's record table, which protect mode lacks)."""
     res = runner.oscar("protect_double_free_released",
-                       env={"OSCAR_MODE": "protect", "OSCAR_SAMPLE_RATE": rate})
+                       env={"OSCAR_MODE": "protect", "OSCAR_SAMPLE_RATE": rate,
+                            "OSCAR_SAMPLE_FIRST": "0"})
     report = assert_report(res, signal.SIGABRT, r"oscar: double-free on address 0x[0-9a-f]+")
     assert report[-1] == ("(protect mode keeps allocation and free stacks only for sampled "
                           "objects: OSCAR_SAMPLE_RATE)"), res.describe()
@@ -172,3 +173,29 @@ def test_marks_do_not_walk_the_pool(runner, tmp_path):
         per_mark[rate] = s["syscalls_total"] / s["scan_rounds"]
     # (A sampled object's own system calls, one or two each, are spread over the marks.)
     assert per_mark["20000"] - per_mark["0"] < 0.3, per_mark
+
+
+FIRST_READS = [("uaf_first_read", "char"), ("uaf_first_read", "int"),
+               ("uaf_first_read", "struct"), ("uaf_first_read_cxx", "array"),
+               ("uaf_first_read_cxx", "vector"), ("uaf_first_read_cxx", "map"),
+               ("uaf_first_read_cxx", "class")]
+
+
+@pytest.mark.parametrize("program,case", FIRST_READS, ids=["-".join(p) for p in FIRST_READS])
+def test_a_short_programs_use_after_free_is_reported(runner, program, case):
+    """A use after free in a program of a few dozen allocations (Juliet's CWE-416 shape: a
+    good function, then a bad one that reads what it freed), under protect mode's defaults:
+    one allocation in 20,000 is sampled, and a run this short had none, so the read saw zeros,
+    harmless and silent. The first allocations of a process are all sampled
+    (OSCAR_SAMPLE_FIRST): the read faults and is reported with both stacks."""
+    res = runner.oscar(program, case, env={"OSCAR_MODE": "protect"})
+    report = assert_report(res, signal.SIGSEGV,
+                           r"oscar: heap-use-after-free on address 0x[0-9a-f]+ \(READ\)")
+    assert report[2] == ("the region was freed; its page is revoked (a sampled object: "
+                         "OSCAR_SAMPLE_RATE, OSCAR_SAMPLE_FIRST)"), res.describe()
+    assert frames_after(report, "freed by thread") and \
+        frames_after(report, "previously allocated by thread"), res.describe()
+    assert "Finished bad()" not in res.stdout, res.describe()
+    quiet = runner.oscar(program, case, env={"OSCAR_MODE": "protect", "OSCAR_SAMPLE_FIRST": "0"})
+    assert_clean_run(quiet)
+    assert "Finished bad()" in quiet.stdout, quiet.describe()

@@ -30,6 +30,7 @@ enum { SLOT_NEVER = 0, SLOT_CLAIMED = 1, SLOT_LIVE = 2, SLOT_FREED = 3 };
 struct sample_record {
     _Atomic uint32_t state;
     uint32_t size;          /* requested bytes */
+    _Atomic uint8_t kind;   /* enum alloc_kind operator new recorded (0: malloc's) */
     _Atomic uint64_t slot;  /* the slot this record belongs to (+ 1; 0: none yet) */
     struct obj_record rec;  /* its allocation and free stacks */
 };
@@ -53,6 +54,7 @@ static struct {
     bool guards;                /* set once by sample_init: free installs a guard marker */
     _Atomic size_t next_slot;   /* the next slot to hand out: fetch-add */
     _Atomic int64_t live;       /* sampled objects live now: atomic add */
+    _Atomic int64_t first_left; /* OSCAR_SAMPLE_FIRST's allocations not yet taken: atomic */
 } sample_state;
 static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
 
@@ -202,10 +204,19 @@ int sample_init(void) {
         sample_state.guards = false; /* (no guard markers here: mmap per sampled page) */
     if (!sample_state.guards)
         make_ready(0);
+    atomic_store(&sample_state.first_left, options_int(OPT_SAMPLE_FIRST));
     report_set_describe_hook(sample_describe);
     report_set_record_hook(sample_record);
     fault_set_claim_hook(sample_claims);
     return 0;
+}
+
+bool sample_first_open(void) {
+    return atomic_load_explicit(&sample_state.first_left, memory_order_relaxed) > 0;
+}
+
+bool sample_first_take(void) {
+    return atomic_fetch_sub_explicit(&sample_state.first_left, 1, memory_order_relaxed) > 0;
 }
 
 int64_t sample_interval(void) {
@@ -246,6 +257,7 @@ void *sample_alloc(size_t size) {
         return NULL;
     }
     r->size = (uint32_t)size;
+    atomic_store_explicit(&r->kind, 0, memory_order_relaxed);
     atomic_store_explicit(&r->slot, i + 1, memory_order_release);
     stack_record_alloc(&r->rec);
     atomic_store_explicit(&r->state, SLOT_LIVE, memory_order_release);
@@ -282,6 +294,25 @@ void sample_free(void *p, int who) {
     stats_fold(0, 1, 0, 0, 0);
     slot_done(i);
 }
+
+void sample_set_kind(void *p, unsigned kind) {
+    uintptr_t a = (uintptr_t)p;
+    struct sample_record *r = live_record(a, slot_of(a));
+    if (r)
+        atomic_store_explicit(&r->kind, (uint8_t)kind, memory_order_relaxed);
+}
+
+bool sample_take_kind(void *p, unsigned *kind, size_t *size) {
+    uintptr_t a = (uintptr_t)p;
+    struct sample_record *r = live_record(a, slot_of(a));
+    if (!r)
+        return false;
+    *kind = atomic_exchange_explicit(&r->kind, 0, memory_order_relaxed);
+    *size = r->size;
+    return true;
+}
+
+struct object_info sample_object(uintptr_t a) { return sample_describe(a); }
 
 size_t sample_usable_size(void *p, int who) {
     uintptr_t a = (uintptr_t)p;

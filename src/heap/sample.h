@@ -48,12 +48,22 @@ static inline bool sample_owns(const void *p) {
 }
 /* The number of allocations until the next sample (random, mean sample_rate). */
 int64_t sample_interval(void);
+/* Is the process still in its first OSCAR_SAMPLE_FIRST samplable allocations (every one is
+ * sampled)? sample_first_take takes one of them (false: the last was taken meanwhile). */
+bool sample_first_open(void);
+bool sample_first_take(void);
 /* A sampled object of size bytes (zeroed), or NULL (too big, too many live, the pool used up,
  * no memory). */
 void *sample_alloc(size_t size);
 /* p is sample_owns: free it (revoke its page), or report a bad free (who: enum
  * report_caller) and abort. */
 void sample_free(void *p, int who);
+/* The kind operator new recorded for live sampled object p (as the heap's ph_set_kind), and
+ * taken back with its requested size at its delete (false: p is no live object's start). */
+void sample_set_kind(void *p, unsigned kind);
+bool sample_take_kind(void *p, unsigned *kind, size_t *size);
+/* What a report says of address a in the pool. */
+struct object_info sample_object(uintptr_t a);
 /* malloc_usable_size of a sampled object (a bad pointer is reported). */
 size_t sample_usable_size(void *p, int who);
 #endif

@@ -118,11 +118,20 @@ static bool marked_for_room(size_t size) {
 static __thread int64_t sample_left __attribute__((tls_model("initial-exec")));
 static __thread bool sample_started __attribute__((tls_model("initial-exec")));
 
-/* The countdown ran out: a sampled object (zeroed, a fresh page), or NULL. */
+/* The countdown ran out: a sampled object (zeroed, a fresh page), or NULL. While the
+ * process is in its first OSCAR_SAMPLE_FIRST samplable allocations, each is sampled and the
+ * countdown stays at one. */
 __attribute__((noinline)) static void *sampled(size_t size) {
     if (!sample_rate) {
         sample_left = INT64_MAX;
         return NULL;
+    }
+    if (sample_first_open()) { /* (an allocation too big to sample does not close it) */
+        sample_left = 1;
+        if (size > OSCAR_PAGE)
+            return NULL;
+        if (sample_first_take())
+            return sample_alloc(size);
     }
     bool first = !sample_started;
     sample_started = true;
@@ -162,27 +171,40 @@ void *protect_aligned(size_t size, size_t align) {
 static bool outside_heap(const void *p) { return p && !ph_contains((uintptr_t)p); }
 
 /* A free of p as `as` (free and realloc: malloc's kind; delete: new's), with a sized
- * delete's size: against the kind operator new recorded, then forgotten. */
+ * delete's size: against the kind operator new recorded, then forgotten. p in the heap, or a
+ * sampled object. */
 static void check_and_forget_kind(void *p, enum alloc_kind as, enum report_caller who,
                                   bool sized, size_t size) {
     unsigned k;
     size_t requested;
-    if (!ph_take_kind(p, &k, &requested))
-        return; /* (not a live object's start: ph_free reports it) */
+    bool sampled = sample_owns(p);
+    if (!(sampled ? sample_take_kind(p, &k, &requested) : ph_take_kind(p, &k, &requested)))
+        return; /* (not a live object's start: the free reports it) */
     uintptr_t a = (uintptr_t)p;
     if (protect_state.check_kind && k != as)
-        report_kind_mismatch(a, ph_describe(a), (enum alloc_kind)k, as, who);
+        report_kind_mismatch(a, sampled ? sample_object(a) : ph_describe(a),
+                             (enum alloc_kind)k, as, who);
     if (sized && protect_state.check_size && size != requested)
-        report_size_mismatch(a, ph_describe(a), requested, size, true);
+        report_size_mismatch(a, sampled ? sample_object(a) : ph_describe(a), requested, size,
+                             true);
 }
 
+/* In the heap, or a sampled object: the objects whose kind is kept. */
+static bool kind_kept(const void *p) { return ph_contains((uintptr_t)p) || sample_owns(p); }
+
 void protect_note_kind(void *p, enum alloc_kind kind) {
-    if (p && protect_state.check_kind && ph_contains((uintptr_t)p))
-        ph_set_kind(p, kind);
+    if (p && protect_state.check_kind) {
+        if (ph_contains((uintptr_t)p))
+            ph_set_kind(p, kind);
+        else if (sample_owns(p) && kind) {
+            sample_set_kind(p, kind);
+            atomic_store_explicit(&ph_kinds_used, true, memory_order_relaxed); /* (free checks) */
+        }
+    }
 }
 
 void protect_delete(void *p, enum alloc_kind as, bool sized, size_t size) {
-    if (p && ph_contains((uintptr_t)p) &&
+    if (p && kind_kept(p) &&
         ((as != KIND_MALLOC && protect_state.check_kind) || (sized && protect_state.check_size) ||
          atomic_load_explicit(&ph_kinds_used, memory_order_relaxed)))
         check_and_forget_kind(p, as, CALL_FREE, sized, size);
@@ -191,7 +213,7 @@ void protect_delete(void *p, enum alloc_kind as, bool sized, size_t size) {
 
 void protect_free(void *p, enum report_caller who) {
     if (unlikely(atomic_load_explicit(&ph_kinds_used, memory_order_relaxed)) && p &&
-        ph_contains((uintptr_t)p))
+        kind_kept(p))
         check_and_forget_kind(p, KIND_MALLOC, who, false, 0); /* (after a delete: nothing) */
     if (unlikely(outside_heap(p))) {
         size_t usable;

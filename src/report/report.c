@@ -327,7 +327,7 @@ bool report_fault(uintptr_t addr, bool write, uintptr_t pc, uintptr_t fp, uintpt
     } else if (o.state == OBJ_FREED && report_state.record_hook && report_state.record_hook(o.start)) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region was freed; its page is revoked (a sampled object: "
-                    "OSCAR_SAMPLE_RATE)\n");
+                    "OSCAR_SAMPLE_RATE, OSCAR_SAMPLE_FIRST)\n");
     } else if (o.state == OBJ_FREED) {
         describe_location(&f, addr, &o);
         fmt_str(&f, "the region was freed; its shadow page is revoked\n");
