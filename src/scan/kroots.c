@@ -298,7 +298,7 @@ static int pending_signals(uint64_t *mask) {
         char path[64];
         struct fmt f = FMT_INIT(path);
         fmt_str(&f, "/proc/self/task/");
-        fmt_u64(&f, (uint64_t)world_thread_at(i)->tid);
+        fmt_u64(&f, (uint64_t)world_thread_at(i)->proc_tid);
         fmt_str(&f, "/status");
         fmt_char(&f, 0);
         err = proc_lines(path, kroots_state.buf, pending_line, mask);

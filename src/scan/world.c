@@ -84,6 +84,9 @@ static struct {
                                 * it (one wake-up per stop, not one per thread) */
     atomic_bool stopping;      /* a stop is in progress: the stopper, release; the handler
                                 * reads it (acquire) */
+    bool proc_apart;           /* this stop: /proc is another pid namespace's (its numbers
+                                * are not ours: ask_new translates; the stopper, under the
+                                * world lock) */
     int32_t zombie_leader;     /* the pid whose first thread was found gone (pthread_exit:
                                 * the kernel keeps it, a zombie that never parks), so never
                                 * asked again; a fork child's pid differs (the stopper, under
@@ -131,6 +134,7 @@ static struct slot *add(int32_t tid) {
     struct slot *s = &world_state.slots[world_state.n];
     memset(&s->t, 0, sizeof s->t);
     s->t.tid = tid;
+    s->t.proc_tid = tid; /* (ask_new sets another where /proc's namespace is not ours) */
     s->epoch = atomic_load_explicit(&world_state.epoch, memory_order_relaxed);
     atomic_store_explicit(&s->state, SLOT_ASKED, memory_order_relaxed);
     size_t h = hash_of(tid);
@@ -572,6 +576,60 @@ static bool dir_ours(int fd) {
            ino == task_dir_state.ino;
 }
 
+/* Is /proc another pid namespace's than ours (/proc/self names us by another number)? A
+ * program in a pid namespace of its own (unshare -p, a sandbox) that kept its parent's /proc
+ * lists its threads there by the parent's numbers: asked by those, the requests went to no
+ * thread of ours (ESRCH, taken for a thread that exited), the stop went on without them, and
+ * a freed object only a running thread's register held was handed out again
+ * (protect_root_register "pidns"). */
+static bool proc_apart(int pid) {
+    char buf[24];
+    long n = os_readlink("/proc/self", buf, sizeof buf);
+    if (n <= 0)
+        return false;
+    long v = 0;
+    for (const char *c = buf; *c >= '0' && *c <= '9'; c++)
+        v = v * 10 + (*c - '0');
+    return v != pid;
+}
+
+/* Thread proc_tid's /proc/self/task/N/status into world_buf_state.status; false if gone. */
+static bool read_task_status(long proc_tid) {
+    char path[64];
+    struct fmt f = FMT_INIT(path);
+    fmt_str(&f, "/proc/self/task/");
+    fmt_i64(&f, proc_tid);
+    fmt_str(&f, "/status");
+    fmt_char(&f, 0);
+    long fd = os_open_read(path);
+    if (fd < 0)
+        return false;
+    long n = os_read((int)fd, world_buf_state.status, sizeof world_buf_state.status - 1);
+    os_close((int)fd);
+    if (n <= 0)
+        return false;
+    world_buf_state.status[n] = 0;
+    return true;
+}
+
+/* Thread proc_tid of /proc's namespace by our number: the last of its status's NSpid (the
+ * innermost namespace, ours); 0 if gone or not said. */
+static long our_tid(long proc_tid) {
+    if (!read_task_status(proc_tid))
+        return 0;
+    const char *p = strstr(world_buf_state.status, "NSpid:");
+    long last = 0;
+    for (p = p ? p + 6 : "\n"; *p && *p != '\n';) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p < '0' || *p > '9')
+            break;
+        for (last = 0; *p >= '0' && *p <= '9'; p++)
+            last = last * 10 + (*p - '0');
+    }
+    return last;
+}
+
 /* Lists /proc/self/task and asks every thread not asked yet in this epoch. Returns how many
  * were new, or -errno (-EBADF: the descriptor is no longer ours). */
 static long ask_new(int dirfd, int pid, long self) {
@@ -595,9 +653,15 @@ static long ask_new(int dirfd, int pid, long self) {
                 continue;
             for (; *c >= '0' && *c <= '9'; c++)
                 tid = tid * 10 + (*c - '0');
+            long proc_tid = tid;
+            if (world_state.proc_apart && (tid = our_tid(proc_tid)) <= 0)
+                continue; /* (gone meanwhile) */
             long r = ask(pid, self, tid);
             if (r < 0)
                 return r;
+            struct slot *s = lookup((int32_t)tid);
+            if (s)
+                s->t.proc_tid = (pid_t)proc_tid;
             fresh += r;
         }
         if (!dir_ours(dirfd)) /* (before the next read: a thread may have closed it) */
@@ -635,7 +699,8 @@ static bool status_mask(const char *field, uint64_t *mask) {
     }
 }
 
-/* Does thread tid block the park signal and leave it pending (SigBlk and SigPnd in /proc)?
+/* Does thread proc_tid (its number in /proc) block the park signal and leave it pending (SigBlk
+ * and SigPnd in /proc)?
  * Only a raw system call can block it for long: our wrappers remove it from every mask. A
  * thread in our handler blocks it too (the handler's mask) until it counts as parked, but
  * the signal it took is no longer pending: judged on the mask alone, a thread parking as the
@@ -643,21 +708,9 @@ static bool status_mask(const char *field, uint64_t *mask) {
  * A thread resumed by the last stop and not out of the handler yet (no CPU for it) has this
  * stop's request pending as well: it takes it as it leaves, and is waited for
  * (test_thread_leaving_the_park_handler_as_the_next_stop_asks). */
-static bool blocks_park(long tid) {
-    char path[64];
-    struct fmt f = FMT_INIT(path);
-    fmt_str(&f, "/proc/self/task/");
-    fmt_i64(&f, tid);
-    fmt_str(&f, "/status");
-    fmt_char(&f, 0);
-    long fd = os_open_read(path);
-    if (fd < 0)
+static bool blocks_park(long proc_tid) {
+    if (!read_task_status(proc_tid))
         return false;
-    long n = os_read((int)fd, world_buf_state.status, sizeof world_buf_state.status - 1);
-    os_close((int)fd);
-    if (n <= 0)
-        return false;
-    world_buf_state.status[n] = 0;
     uint64_t mask, pending;
     if (!status_mask("SigBlk:", &mask) || !status_mask("SigPnd:", &pending))
         return false;
@@ -721,7 +774,7 @@ static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
                     (s->t.tid == pid && leader_gone(pid))) {
                     if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
                         atomic_fetch_sub(&world_state.nexpect, 1);
-                } else if (check_masks && blocks_park(s->t.tid) &&
+                } else if (check_masks && blocks_park(s->t.proc_tid) &&
                            atomic_load(&s->state) == SLOT_ASKED) {
                     /* (Not sooner, even for a thread that blocked it last time: fork tries
                      * three stops, and one that waits may see the thread unblock it;
@@ -782,6 +835,7 @@ static int stop_locked(void) {
     uint32_t epoch = atomic_fetch_add(&world_state.epoch, 1) + 1;
     atomic_store_explicit(&world_state.stopping, true, memory_order_release);
     uint64_t start = os_monotonic_ns(), deadline = start + WORLD_TIMEOUT_NS;
+    world_state.proc_apart = proc_apart(pid);
     long err = ask_known(pid, self), dirfd = -1;
     if (err > 0)
         err = wait_parked(pid, start, deadline);

@@ -21,6 +21,9 @@
 /* One parked thread, as it was when it stopped. Valid between world_stop and world_resume. */
 struct world_thread {
     pid_t tid;
+    pid_t proc_tid;                     /* its number in /proc: tid, unless that /proc is of
+                                         * another pid namespace (unshare -p without a /proc
+                                         * of its own): the stopper's, from NSpid */
     uintptr_t sp;                       /* stack pointer at the moment it was interrupted */
     uintptr_t altstack_lo, altstack_hi; /* its sigaltstack, if one is set (else 0, 0) */
     uintptr_t regs_lo, regs_hi;         /* where its saved registers (ucontext) lie */

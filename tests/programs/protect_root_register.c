@@ -2,14 +2,21 @@
  * register (r12) of a thread spinning in a loop; once the thread has cleared it and exited,
  * it is. With "gsbase" the register is the thread's GS base (arch_prctl(ARCH_SET_GS), as
  * Wine and some runtimes set it), which a signal frame does not save; with "gsbase self" the
- * main thread's own, the thread that frees and churns (and runs the stopped marks). See
- * protect_common.h. */
+ * main thread's own, the thread that frees and churns (and runs the stopped marks). With
+ * "pidns" the whole test runs in a pid namespace of its own whose /proc is still its
+ * parent's (unshare -p without a /proc of its own, as some sandboxes do): /proc lists the
+ * threads by the parent namespace's numbers, and stops sent their requests to those, which
+ * name no thread here; the spinning thread was never stopped and the object it held was
+ * handed out again. See protect_common.h. */
 #define _GNU_SOURCE
 #include "protect_common.h"
 #include <asm/prctl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <errno.h>
+#include <sched.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 static atomic_int started, stop;
 
@@ -63,8 +70,29 @@ static void *spinner(void *arg) {
     return NULL;
 }
 
+/* The rest of the test in a child, the first process of a new pid namespace; /proc stays. */
+static void enter_pid_namespace(void) {
+    if (unshare(CLONE_NEWPID) != 0) {
+        printf("unsupported unshare(CLONE_NEWPID): %s\n", strerror(errno));
+        exit(0);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        exit(2);
+    }
+    if (pid > 0) { /* (_exit: the child's statistics are the test's, not this process's) */
+        int st;
+        if (waitpid(pid, &st, 0) != pid)
+            _exit(2);
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    }
+}
+
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "pidns") == 0)
+        enter_pid_namespace();
     uintptr_t m = make_object();
     if (argc > 2 && strcmp(argv[2], "self") == 0) { /* the freeing (and marking) thread's own */
         set_gs(m, control ? m : MASK);
