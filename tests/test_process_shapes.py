@@ -114,3 +114,17 @@ def test_a_program_shut_in_a_directory_without_proc(runner, tmp_path, mode, how)
         stats = {m.group(1): int(m.group(2)) for m in
                  re.finditer(r"^oscar-stats: ([a-z_]+) (\d+)$", res.stderr, re.M)}
         assert stats["scan_rounds"] > 0 and stats["scan_skipped"] == 0, res.describe()
+
+
+@pytest.mark.parametrize("how", ["execl", "execle", "execlp", "execv", "execve", "execvp",
+                                 "fexecve"])
+def test_exec_while_another_thread_marks(runner, how):
+    """30 generations, each execing the next while a thread of its own frees and allocates
+    (and marks, every 64 KiB of frees); the last execs /bin/true without Oscar. A stop's
+    request pending at the thread that execs stayed pending in the new image, where the
+    handler is the default one: it died of SIGPWR (4 runs in 5). Every exec function, since
+    libc's call each other inside libc, past a wrapper of execve alone."""
+    assert runner.glibc("exec_while_marking", "30", how, timeout=60).returncode == 0
+    res = runner.oscar("exec_while_marking", "30", how, timeout=SLOW_TIMEOUT,
+                       env={"OSCAR_MODE": "protect", "OSCAR_QUARANTINE_FLOOR_KIB": "64"})
+    assert res.returncode == 0 and not res.oscar_lines(), res.describe()

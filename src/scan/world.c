@@ -84,6 +84,9 @@ static struct {
                                 * it (one wake-up per stop, not one per thread) */
     atomic_bool stopping;      /* a stop is in progress: the stopper, release; the handler
                                 * reads it (acquire) */
+    _Atomic int pid;           /* the process this is: set by world_init, and a fork's child
+                                * (world_fork_child); a vfork child shares it, and the lock,
+                                * under a pid of its own */
     bool proc_apart;           /* this stop: /proc is another pid namespace's (its numbers
                                 * are not ours: ask_new translates; the stopper, under the
                                 * world lock) */
@@ -243,6 +246,12 @@ static void pass_on(int sig, siginfo_t *si, void *uc) {
  * delivery has answered it yet: if one of our requests was pending then, the kernel merged
  * the program's into it (a standard signal is pending once), and the handler answers both. */
 static __thread bool program_owed __attribute__((tls_model("initial-exec")));
+
+/* This thread holds the world lock for an exec (world_exec_begin): a handler of the
+ * program's that runs meanwhile and stops the world (a mark) gives up instead of waiting for
+ * itself, and an exec it calls goes straight through. */
+static __thread bool exec_holding __attribute__((tls_model("initial-exec")));
+
 
 uint64_t world_test_park_spin_ns;
 
@@ -419,6 +428,7 @@ int world_init(void) {
             fault_hold(world_state.sig);
             os_nopark_cookie = world_state.cookie;
             os_nopark_signal = world_state.sig;
+            atomic_store(&world_state.pid, os_getpid());
             atomic_store(&world_state.ready, true);
         }
     }
@@ -483,6 +493,25 @@ void world_program_send_begin(bool self, struct world_send *w) {
     }
 }
 
+bool world_exec_begin(struct world_send *w) {
+    w->active = w->locked = false;
+    if (exec_holding || os_getpid() != atomic_load_explicit(&world_state.pid, memory_order_relaxed))
+        return false; /* (a nested exec, or a vfork child: its parent's lock is not its own) */
+    world_program_send_begin(false, w);
+    if (!w->locked)
+        return false;
+    exec_holding = true;
+    os_sigprocmask(SIG_SETMASK, &w->old, NULL); /* (the new image inherits the program's) */
+    return true;
+}
+
+void world_exec_end(struct world_send *w) {
+    if (!w->locked)
+        return;
+    exec_holding = false;
+    world_program_send_end(w);
+}
+
 void world_program_send_end(struct world_send *w) {
     if (!w->active)
         return;
@@ -517,6 +546,7 @@ void world_exempt_drop(void) {
 }
 
 void world_fork_child(void) {
+    atomic_store_explicit(&world_state.pid, os_getpid(), memory_order_relaxed);
     program_owed = false; /* (a fork child has no signal pending) */
     atomic_store(&world_state.draining, 0); /* (the parent's parked threads are not here) */
     os_giveway_fork_child(&world_state.senders); /* (nor its senders) */
@@ -811,6 +841,8 @@ static int stop_locked(void);
 int world_stop(void) {
     if (!atomic_load(&world_state.ready))
         return -ENOSYS;
+    if (exec_holding)
+        return -EBUSY;
     os_giveway_yield(&world_state.senders); /* (locks: none yet) */
     oscar_lock_acquire(&world_state.lock);
     return stop_locked();

@@ -92,5 +92,13 @@ struct world_send {
 };
 void world_program_send_begin(bool self, struct world_send *w);
 void world_program_send_end(struct world_send *w);
+/* The program execs: the real call goes between _begin and _end. A stop asks each thread
+ * with a signal of its own, and one pending at a thread that execs stays pending in the new
+ * image, whose handler is the default one: termination. _begin takes the world lock (no stop
+ * can ask meanwhile: world_program_send_begin) and puts the caller's mask back; true if it
+ * did (false: a vfork child, whose lock is its parent's, or an exec inside one). _end, after
+ * an exec that failed, lets stops go on. */
+bool world_exec_begin(struct world_send *w);
+void world_exec_end(struct world_send *w);
 void world_fork_child(void); /* the fork child's state (after world_resume) */
 #endif
