@@ -7,8 +7,11 @@
  *    thread's mask, or waits with a temporary one, gets it removed (sigprocmask,
  *    pthread_sigmask, sigsuspend, sigwait, sigwaitinfo, sigtimedwait, sigblock, sigsetmask,
  *    sighold, sigset(SIG_HOLD), sigpause, ppoll, pselect, epoll_pwait, epoll_pwait2), and
- *    so does every handler's sa_mask. A thread that blocks it by a raw system call only makes
- *    a stop time out (the caller skips its round).
+ *    so does every handler's sa_mask, and a signalfd's (one that took the park signal read
+ *    a stop's requests before the handler could run: the thread never parked, every stop
+ *    timed out, and the program read signals nobody sent it: signalfd_daemon). A thread
+ *    that blocks it by a raw system call only makes a stop time out (the caller skips its
+ *    round; four in a row, and marks say once that they cannot run).
  *
  * The waits among them also go on waiting when a stop's park cut them short (export/waits.h).
  *
@@ -31,6 +34,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/signalfd.h>
 
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 extern int __sigsuspend(const sigset_t *set);
@@ -346,6 +350,17 @@ OSCAR_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
     int r;
     WAIT_AGAIN(r, sigwaitinfo_fn(mask, info));
     return r;
+}
+
+/* The signals of fd (a new one for -1), less the park signal; as glibc, the others kept. */
+OSCAR_EXPORT int signalfd(int fd, const sigset_t *mask, int flags) {
+    NEXT(signalfd);
+    const sigset_t *volatile given = mask; /* (declared nonnull; NULL is the kernel's EFAULT) */
+    if (!given)
+        return signalfd_fn(fd, mask, flags);
+    sigset_t copy = *mask;
+    world_unblockable(&copy);
+    return signalfd_fn(fd, &copy, flags);
 }
 
 OSCAR_EXPORT int sigwait(const sigset_t *set, int *sig) {

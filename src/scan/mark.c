@@ -85,6 +85,7 @@ static struct {
      * or: the team's threads set bits of the same word. */
     _Atomic uint64_t *cand_pages;
     atomic_int warned; /* warn_once said it: atomic exchange, once */
+    atomic_int unanswered; /* stops timed out in a row (stop_world; 0 once one succeeds) */
     /* Not roots: the heap and all of Oscar's metadata (not_roots: whichever thread holds
      * `marking`; static, not on the stack: ph.lo is the address of the heap's first object). */
     struct root_range ex[1 + OS_META_RANGES_MAX];
@@ -875,13 +876,18 @@ static void note_pause(uint64_t us) {
     stats_raise_peak(STAT_SCAN_PAUSE_US_MAX, us);
 }
 
-static void warn_once(const char *why) {
+/* why, and the errno behind it (0: none to say). */
+static void warn_once(const char *why, int err) {
     if (atomic_exchange(&mark_state.warned, 1))
         return;
     char buf[256];
     struct fmt f = FMT_INIT(buf);
     msg_start(&f, MSG_CANNOT_MARK);
     fmt_str(&f, why);
+    if (err) {
+        fmt_str(&f, ", errno ");
+        fmt_i64(&f, err);
+    }
     fmt_str(&f, "): freed memory is not reused until a mark succeeds\n");
     fmt_flush(&f, 2);
 }
@@ -1153,6 +1159,9 @@ __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintp
         mark_here(saved);
 }
 
+/* Stops timed out in a row (a second each) before stop_world says marks cannot run. */
+#define UNANSWERED_WARN 4
+
 /* Freeze the world against forks (see `stopping`) and stop it. 0 or -errno; on success the
  * caller ends with world_resume() and `stopping` cleared. With marks back to back (a tiny
  * quarantine floor, two threads freeing), a fork that waited for one to end lost the race to
@@ -1172,15 +1181,25 @@ static int stop_world(void) {
         atomic_store(&mark_state.stopping, 0);
         ph_mark_failed();
         /* (which: a test's failure, or a user's statistics, then says why marks were skipped) */
-        if (err == -ETIMEDOUT)
+        if (err == -ETIMEDOUT) {
             stats_add(STAT_SCAN_STOPS_TIMED_OUT, 1);
-        else if (err == -EAGAIN)
+            /* A stop that times out now and then is a thread slow to park; every one for
+             * UNANSWERED_WARN seconds is one that never will: said once (signalfd_daemon's
+             * shape, with a raw system call no wrapper sees). */
+            if (atomic_fetch_add(&mark_state.unanswered, 1) + 1 == UNANSWERED_WARN)
+                warn_once("a thread of the program never answers the park signal: it blocks "
+                          "it by a raw system call, or reads it from a signalfd", 0);
+        } else if (err == -EAGAIN) {
             stats_add(STAT_SCAN_STOPS_REFUSED, 1);
-        else /* (a thread that blocks the park signal is the program's right; this is not) */
+        } else { /* (a thread that blocks the park signal is the program's right; this is not) */
             warn_once(err == -EMFILE ? "no descriptor is left to list the program's threads"
-                                     : "cannot list the program's threads in /proc/self/task");
+                                     : "cannot list the program's threads in /proc/self/task",
+                      err == -EMFILE ? 0 : -err);
+        }
+        return err;
     }
-    return err;
+    atomic_store(&mark_state.unanswered, 0);
+    return 0;
 }
 
 static void resume_world(void) {
@@ -1268,7 +1287,9 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
                   : err == -EMSGSIZE ? "what a pipe, socket pair or message queue holds could "
                                        "not be read whole"
                   : err == -EMFILE ? "no descriptor was left to read a pipe through"
-                                  : "cannot read the process's mappings");
+                                  : "cannot read the process's mappings",
+                  err == -EMFILE || err == -ENOSPC || err == -ENOTSUP || err == -ECHILD ||
+                          err == -EBUSY || err == -EMSGSIZE ? 0 : -err);
         stats_add(STAT_SCAN_SKIPPED, 1);
         return 0;
     }
@@ -1292,7 +1313,7 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
  * its next rounds are concurrent); its error is returned (0: open, or not asked for). */
 static int mark_body_locked(const uintptr_t *saved, bool open_tracking) {
     if (!world_stop || !world_resume || !roots_for_each || !roots_read_guarded) {
-        warn_once("this build has no stop-the-world or roots module");
+        warn_once("this build has no stop-the-world or roots module", 0);
         stats_add(STAT_SCAN_SKIPPED, 1);
         return 0;
     }

@@ -43,6 +43,18 @@ static inline long peak_rss_kib(void) {
 /* Runs the program again, from the start, under an RLIMIT_AS of `bytes` (so that Oscar sizes
  * what it reserves by it), unless the environment variable `flag` says this is that run.
  * Returns only in that run; exits 2 if it cannot be made. */
+/* One step of a churn: a random entry of table[n] freed and replaced by 16-300 bytes, the
+ * first 16 written (x: the xorshift state). */
+static inline void replace_one(unsigned char **table, unsigned n, uint64_t *x) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    unsigned i = (unsigned)(*x % n);
+    free(table[i]);
+    table[i] = (unsigned char *)malloc(16 + (*x >> 20) % 285);
+    memset(table[i], 1, 16);
+}
+
 static inline void rerun_under_as_limit(char **argv, const char *flag, unsigned long bytes) {
     if (getenv(flag))
         return;

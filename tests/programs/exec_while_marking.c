@@ -9,6 +9,7 @@
  * second argument) or, at 0, /bin/true without Oscar (an empty environment: no LD_PRELOAD).
  * usage: exec_while_marking N execl|execle|execv|execve|execvp|execlp|fexecve */
 #define _GNU_SOURCE
+#include "common.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -23,15 +24,8 @@ static void *churn(void *arg) {
     (void)arg;
     static __thread unsigned char *table[1024];
     uint64_t x = 88172645463325252ull ^ (uintptr_t)&x;
-    for (;;) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        unsigned i = x % 1024;
-        free(table[i]);
-        table[i] = malloc(16 + (x >> 20) % 285);
-        memset(table[i], 1, 16);
-    }
+    for (;;)
+        replace_one(table, 1024, &x);
     return NULL;
 }
 
