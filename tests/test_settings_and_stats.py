@@ -78,6 +78,19 @@ def test_stats_file_json(runner, tmp_path):
     assert data["allocations"] >= 1000 and data["frees"] >= 1000, data
 
 
+@pytest.mark.parametrize("mode", ["strict", "protect"])
+@pytest.mark.parametrize("path,errno", [("/dev/full", 28), ("/nonexistent/stats.json", 2)])
+def test_stats_file_that_cannot_be_written_is_said(runner, mode, path, errno):
+    """A statistics file on a full disk (/dev/full) was opened, its write failed, and nothing
+    was said; one that cannot be created was said without why. Both say the errno now, and the
+    program runs as under glibc."""
+    res = runner.oscar("stats_1000_mallocs", env={"OSCAR_MODE": mode, "OSCAR_STATS_FILE": path})
+    assert res.returncode == 0, res.describe()
+    assert res.oscar_lines() == ["oscar: warning: cannot write OSCAR_STATS_FILE %s: errno %d"
+                                 % (path, errno)], res.describe()
+    assert res.stdout == runner.glibc("stats_1000_mallocs").stdout
+
+
 def test_misspelt_setting_warns(runner):
     """A name that looks like a setting but is not one is reported, never silently ignored."""
     expected = runner.glibc("api_realloc")

@@ -5,6 +5,8 @@
 #include "base/options.h"
 #include "os/os.h"
 
+#include <errno.h>
+
 _Atomic uint64_t oscar_stats[STAT_COUNT];
 
 static const char *const stat_names[STAT_COUNT] = {
@@ -106,23 +108,27 @@ void stats_emit(void) {
     if (path) {
         char name[4096];
         fmt_path_with_pid(path, name, sizeof name);
-        int fd;
-        if (os_open_write(name, &fd) != 0) {
+        int fd, err = *name ? os_open_write(name, &fd) : ENOENT;
+        if (!err) {
+            fmt_char(&f, '{');
+            for (int i = 0; i < STAT_COUNT; i++) {
+                fmt_str(&f, i ? ", \"" : "\"");
+                fmt_str(&f, stat_names[i]);
+                fmt_str(&f, "\": ");
+                fmt_i64(&f, (int64_t)v[i]);
+            }
+            fmt_str(&f, "}\n");
+            err = os_write_all(fd, buf, f.len); /* (a full disk, /dev/full: said too) */
+            f.len = 0;
+            os_close(fd);
+        }
+        if (err) {
             msg_start(&f, MSG_STATS_FILE);
-            fmt_str(&f, name);
+            fmt_str(&f, *name ? name : "(empty)");
+            fmt_str(&f, ": errno ");
+            fmt_i64(&f, err);
             fmt_char(&f, '\n');
             fmt_flush(&f, 2);
-            return;
         }
-        fmt_char(&f, '{');
-        for (int i = 0; i < STAT_COUNT; i++) {
-            fmt_str(&f, i ? ", \"" : "\"");
-            fmt_str(&f, stat_names[i]);
-            fmt_str(&f, "\": ");
-            fmt_i64(&f, (int64_t)v[i]);
-        }
-        fmt_str(&f, "}\n");
-        fmt_flush(&f, fd);
-        os_close(fd);
     }
 }
