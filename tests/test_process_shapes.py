@@ -158,3 +158,14 @@ def test_a_thread_that_never_parks_is_said_once(runner):
         "oscar: warning: protect mode cannot mark (a thread of the program never answers the "
         "park signal: it blocks it by a raw system call, or reads it from a signalfd): freed "
         "memory is not reused until a mark succeeds"], res.describe()
+
+
+@pytest.mark.parametrize("mode", ["strict", "fast", "protect"])
+def test_threads_with_the_smallest_stacks(runner, mode):
+    """Threads of 16 KiB stacks (PTHREAD_STACK_MIN) allocating: strict and fast modes made
+    their shadow runs with 20 KiB of arrays on the thread's stack and died of SIGSEGV, with
+    no word. The output is glibc's."""
+    expected = runner.glibc_once("small_thread_stacks", "16", "4", "200000")
+    res = runner.oscar("small_thread_stacks", "16", "4", "200000", env={"OSCAR_MODE": mode},
+                       timeout=SLOW_TIMEOUT)
+    assert_same_output(res, expected)

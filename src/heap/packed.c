@@ -52,15 +52,16 @@ static bool reuse_wanted(unsigned cls) {
     return os_guards_usable() && packed_groups(cls) == 1 && !maplimit_degraded();
 }
 
-/* The pages [sh, sh + n pages) whose span page lo + k is (in_mask) or is not in mask, as
- * ranges for one process_madvise call. */
-static unsigned mask_ranges(struct iovec *iov, uintptr_t sh, unsigned n, const uint64_t *mask,
-                            unsigned lo, bool in_mask) {
-    unsigned ranges = 0;
-    for (unsigned k = 0; k < n; k++)
-        if (canon_mask_has(mask, lo + k) == in_mask)
-            ranges = os_ranges_add_page(iov, ranges, sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT));
-    return ranges;
+/* Which span pages map_reused asks os_pages_apply for: those (not) in mask, from lo on. */
+struct mask_pages {
+    const uint64_t *mask;
+    unsigned lo;
+    bool in_mask;
+};
+
+static bool mask_page(unsigned k, const void *arg) {
+    const struct mask_pages *m = arg;
+    return canon_mask_has(m->mask, m->lo + k) == m->in_mask;
 }
 
 /* Map the reusable pages (mask) of span s at new shadows for c: one mapping from the first
@@ -83,14 +84,13 @@ static bool map_reused(struct thread_cache *tc, struct class_cache *c, unsigned 
     long delta = mapview_delta(sh, sh + len - OSCAR_PAGE, VIEW_SHARED, first);
     if (canon_map_shadow(sh, len, first, false) != 0)
         return false;
-    struct iovec iov[OSCAR_MAX_RUN_PAGES / 2 + 1];
-    unsigned ranges = mask_ranges(iov, sh, n, mask, lo, false);
-    if (ranges && os_guard_ranges(iov, ranges) != 0) {
+    struct mask_pages in_use = {mask, lo, false}, to_reuse = {mask, lo, true};
+    if (os_pages_apply(sh, n, mask_page, &in_use, os_guard_ranges) != 0) {
         os_revoke((void *)sh, len); /* the addresses stay unused: never handed out twice */
         return false;
     }
     /* If refused, the pages fault in on first touch. */
-    os_populate_ranges(iov, mask_ranges(iov, sh, n, mask, lo, true));
+    os_pages_apply(sh, n, mask_page, &to_reuse, os_populate_ranges);
     maplimit_add(delta);
     unsigned reused = 0;
     for (unsigned k = 0; k < n; k++) {

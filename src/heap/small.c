@@ -14,7 +14,7 @@
 /* Map one group of consecutive canonical pages [first, first+n) with a claimed slot each
  * and push the new shadows on c's list. Returns 0 or an errno. */
 static int map_group(struct thread_cache *tc, struct class_cache *c, unsigned cls,
-                     uint64_t first, const int *slots, unsigned n) {
+                     uint64_t first, const int16_t *slots, unsigned n) {
     uintptr_t sh = thread_take_shadow(tc, n);
     if (!sh)
         return ENOMEM;
@@ -46,8 +46,11 @@ static int map_group(struct thread_cache *tc, struct class_cache *c, unsigned cl
  * (one more call for all of them), instead of one mapping per group of consecutive claimed
  * pages. Once a program has freed and reused many slots, the groups are a page or two long
  * and would otherwise exhaust vm.max_map_count. Returns 0 or an errno (nothing mapped). */
+/* (os_pages_apply's question: is page k a filler?) */
+static bool is_filler(unsigned k, const void *slots) { return ((const int16_t *)slots)[k] < 0; }
+
 static int map_with_fillers(struct thread_cache *tc, struct class_cache *c, unsigned cls,
-                            uint64_t first, const int *slots, unsigned n) {
+                            uint64_t first, const int16_t *slots, unsigned n) {
     uintptr_t sh = thread_take_shadow(tc, n);
     if (!sh)
         return ENOMEM;
@@ -56,12 +59,7 @@ static int map_with_fillers(struct thread_cache *tc, struct class_cache *c, unsi
     int err = canon_map_shadow(sh, len, first, c->mapped++ > 0); /* (as in map_group) */
     if (err)
         return err;
-    struct iovec iov[OSCAR_MAX_RUN_PAGES];
-    unsigned ranges = 0;
-    for (unsigned k = 0; k < n; k++)
-        if (slots[k] < 0)
-            ranges = os_ranges_add_page(iov, ranges, sh + ((uintptr_t)k << OSCAR_PAGE_SHIFT));
-    if (os_guard_ranges(iov, ranges) != 0) {
+    if (os_pages_apply(sh, n, is_filler, slots, os_guard_ranges) != 0) {
         os_revoke((void *)sh, len); /* the addresses stay unused: never handed out twice */
         return EINVAL;
     }
@@ -84,7 +82,7 @@ static int map_with_fillers(struct thread_cache *tc, struct class_cache *c, unsi
 static bool refill(struct thread_cache *tc, unsigned cls) {
     struct class_cache *c = &tc->cls[cls];
     unsigned pages = oscar_canon.span_pages;
-    int slots[OSCAR_MAX_RUN_PAGES];
+    int16_t slots[OSCAR_MAX_RUN_PAGES]; /* (a slot number, or -1: 2 KiB of a small stack) */
     thread_fold_stats(tc);
     while (!c->count) {
         struct span *s = c->active;
@@ -97,7 +95,7 @@ static bool refill(struct thread_cache *tc, unsigned cls) {
         uint64_t first = canon_span_first_page(s);
         unsigned claimed = 0;
         for (unsigned i = 0; i < pages; i++) {
-            slots[i] = canon_claim_slot(first + i);
+            slots[i] = (int16_t)canon_claim_slot(first + i);
             claimed += slots[i] >= 0;
         }
         if (!claimed) {

@@ -799,6 +799,26 @@ static int dup_above_limit(int fd, uint64_t soft, uint64_t hard) {
     return err_of(r) ? -1 : (int)r;
 }
 
+int os_pages_apply(uintptr_t page0, unsigned n, bool (*want)(unsigned k, const void *arg),
+                   const void *arg, int (*op)(const struct iovec *ranges, unsigned n)) {
+    struct iovec iov[OS_RANGES_BATCH];
+    unsigned ranges = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (!want(k, arg))
+            continue;
+        uintptr_t page = page0 + (uintptr_t)k * OS_PAGE;
+        const struct iovec *last = &iov[ranges ? ranges - 1 : 0];
+        if (ranges == OS_RANGES_BATCH && (uintptr_t)last->iov_base + last->iov_len != page) {
+            int err = op(iov, ranges);
+            if (err)
+                return err;
+            ranges = 0;
+        }
+        ranges = os_ranges_add_page(iov, ranges, page);
+    }
+    return ranges ? op(iov, ranges) : 0;
+}
+
 long os_open_out_of_way(const char *path, int flags, uint64_t *dev, uint64_t *ino) {
     long fd = open_at(path, flags, 0);
     if (fd < 0)

@@ -62,6 +62,13 @@ static inline unsigned os_ranges_add(struct iovec *ranges, unsigned n, uintptr_t
 static inline unsigned os_ranges_add_page(struct iovec *ranges, unsigned n, uintptr_t page) {
     return os_ranges_add(ranges, n, page, OS_PAGE);
 }
+/* op (os_guard_ranges, os_populate_ranges...) on the pages page0 + k pages, k < n, for which
+ * want(k, arg), as ranges, OS_RANGES_BATCH at a time: 1 KiB of the caller's stack, which may
+ * be a thread's of 16 KiB (small_thread_stacks: a range per page of a run, 16 KiB, overran
+ * it). 0, or op's first error (the batches before it were done). */
+#define OS_RANGES_BATCH 64
+int os_pages_apply(uintptr_t page0, unsigned n, bool (*want)(unsigned k, const void *arg),
+                   const void *arg, int (*op)(const struct iovec *ranges, unsigned n));
 /* False once the kernel refused a guard, or when OSCAR_GUARDS=0 turned them off. */
 bool os_guards_usable(void);
 void os_guards_disable(void);
