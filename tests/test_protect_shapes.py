@@ -60,6 +60,8 @@ SHAPES = [
     ("protect_shape_freed_holder", ["chain"]),  # ... through a chain of two of them
     ("protect_shape_freed_holder", ["large"]),  # ... a large one (64 KiB)
     ("protect_shape_freed_holder", ["chain", "many"]),  # ... among 70,000 held objects
+    ("protect_shape_fault_page", ["memfd"]),  # in shared memory after a page that faults
+    ("protect_shape_fault_page", ["shanon"]),  # ... anonymous shared memory
     ("protect_ring_held", ["uring"]),        # an io_uring completion not yet reaped
     ("protect_ring_held", ["uring", "overflow"]),  # ... in the kernel's overflow list
     ("protect_ring_held", ["uring", "buffer", "busy"]),  # a buffer registered with a busy ring
