@@ -60,6 +60,9 @@ SHAPES = [
     ("protect_shape_freed_holder", ["chain"]),  # ... through a chain of two of them
     ("protect_shape_freed_holder", ["large"]),  # ... a large one (64 KiB)
     ("protect_shape_freed_holder", ["chain", "many"]),  # ... among 70,000 held objects
+    ("protect_shape_named", ["memfd"]),     # a memfd of the program's named "oscar-..."
+    ("protect_shape_named", ["devfile"]),   # a regular file under /dev, shared (hugetlbfs)
+    ("protect_shape_named", ["devgone"]),   # ... private, unlinked
     ("protect_shape_fault_page", ["memfd"]),  # in shared memory after a page that faults
     ("protect_shape_fault_page", ["shanon"]),  # ... anonymous shared memory
     ("protect_ring_held", ["uring"]),        # an io_uring completion not yet reaped

@@ -44,6 +44,13 @@ static struct {
     /* cleared once by the first MADV_POPULATE_WRITE the kernel refuses */
     atomic_int populate_write_works;
     atomic_int guards_usable; /* cleared once by os_guards_disable (guard markers refused) */
+    /* The inodes of Oscar's memfds (os_memfd: a new entry claimed by fetch-add, then its
+     * inode stored; a reader skips a 0): the mark leaves them out of the roots by inode, not
+     * by name (a program's memfd named "oscar-x" was left out too, and the objects only it
+     * held were handed out again). A full table leaves one unrecorded: it is then read, which
+     * keeps objects longer but loses none. */
+    _Atomic uint64_t memfd_inos[OS_MEMFDS_MAX];
+    _Atomic unsigned memfds;
 } os_state = {.populate_write_works = 1, .guards_usable = 1};
 
 #ifndef MADV_POPULATE_WRITE
@@ -306,7 +313,20 @@ int os_memfd(const char *name, int *fd) {
     if (err_of(r))
         return err_of(r);
     *fd = os_fd_out_of_way((int)r); /* (every memfd of Oscar's is kept) */
+    uint64_t dev, ino;
+    unsigned i;
+    if (os_fd_id(*fd, &dev, &ino) == 0 &&
+        (i = atomic_fetch_add(&os_state.memfds, 1)) < OS_MEMFDS_MAX)
+        atomic_store(&os_state.memfd_inos[i], ino);
     return 0;
+}
+
+bool os_memfd_ours(uint64_t ino) {
+    unsigned n = atomic_load_explicit(&os_state.memfds, memory_order_acquire);
+    for (unsigned i = 0; i < n && i < OS_MEMFDS_MAX; i++)
+        if (ino && atomic_load_explicit(&os_state.memfd_inos[i], memory_order_relaxed) == ino)
+            return true;
+    return false;
 }
 
 int os_ftruncate(int fd, uint64_t len) {
@@ -451,6 +471,14 @@ long os_readlink(const char *path, char *buf, size_t cap) {
         n = sys6(SYS_readlinkat, dir, (long)path, (long)buf, (long)cap - 1, 0, 0);
     buf[n > 0 ? n : 0] = 0;
     return n;
+}
+
+int os_stat_mode(const char *path, uint32_t *mode) {
+    struct stat st;
+    long r = sys6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0);
+    if (!r)
+        *mode = st.st_mode;
+    return err_of(r);
 }
 
 int os_stat_nlink(const char *path, uint64_t *nlink) {

@@ -89,6 +89,9 @@ int os_move_pages(void *from, void *to, size_t len);
 int os_unmap(void *addr, size_t len);
 /* A close-on-exec memfd, moved out of the program's way (os_fd_out_of_way). */
 int os_memfd(const char *name, int *fd);
+/* Is ino one of the memfds os_memfd made (recorded: the first OS_MEMFDS_MAX)? */
+#define OS_MEMFDS_MAX 256
+bool os_memfd_ours(uint64_t ino);
 int os_ftruncate(int fd, uint64_t len);
 /* Give the memory of [off, off+len) of fd back to the kernel (reads return zeros). */
 int os_punch_hole(int fd, uint64_t off, uint64_t len);
@@ -107,6 +110,8 @@ int os_read_long(const char *path, long *value);
 void *os_map_file(const char *path, size_t *len, int *err);
 /* readlink into buf (NUL-terminated, truncated to fit); length or -errno. */
 long os_readlink(const char *path, char *buf, size_t cap);
+/* A path's type and permissions (stat's st_mode). 0 or an errno. */
+int os_stat_mode(const char *path, uint32_t *mode);
 /* A path's link count (stat: no descriptor). 0 or an errno. */
 int os_stat_nlink(const char *path, uint64_t *nlink);
 /* Page faults of the process so far (getrusage). */

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <setjmp.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -552,6 +553,22 @@ static bool stack_of(const struct maps_line *m, const struct walk *w, uintptr_t 
            (w->below_guard && w->below_hi == m->lo && tp >= m->lo && tp < m->hi);
 }
 
+/* A device's memory mapped (a character or block device under /dev/). Regular files there
+ * are memory like any other (hugetlbfs at /dev/hugepages; a file of the program's in /dev):
+ * all of /dev was left out, and an object only such a file held was handed out again. A
+ * deleted file is read; a path that does not resolve otherwise is taken for a device. */
+static bool device_memory(const struct maps_line *m) {
+    uint32_t mode;
+    if (!starts_with(m->path, "/dev/") || starts_with(m->path, "/dev/zero") ||
+        starts_with(m->path, "/dev/shm/"))
+        return false;
+    if (os_stat_mode(m->path, &mode) != 0) { /* (gone, or out of reach: a chroot) */
+        size_t n = strlen(m->path);
+        return n < 10 || strcmp(m->path + n - 10, " (deleted)") != 0;
+    }
+    return S_ISCHR(mode) || S_ISBLK(mode);
+}
+
 static int root_line_of(const struct maps_line *m, struct walk *w) {
     /* A file mapping that may be a loaded object's (whose bss may follow it): private. A
      * shared one is memory of the program's (/dev/zero for MAP_SHARED | MAP_ANONYMOUS, a
@@ -606,14 +623,13 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
     /* Shared memory of the program's own is a root (a memfd, POSIX shm in /dev/shm,
      * MAP_SHARED | MAP_ANONYMOUS as /dev/zero); Oscar's own memfds (the canonical heap, the
      * arenas) are not. Reading past a file's end faults: the reads are guarded. */
-    if (starts_with(m->path, "/memfd:oscar-"))
+    if (starts_with(m->path, "/memfd:oscar-") && os_memfd_ours(m->inode))
         return 0;
     if (m->path[0] == '[' && !starts_with(m->path, "[heap]") && !starts_with(m->path, "[stack") &&
         !starts_with(m->path, "[anon"))
         return 0; /* [vvar], [vsyscall], [vdso], [uprobes]... */
-    if (starts_with(m->path, "/dev/") && !starts_with(m->path, "/dev/zero") &&
-        !starts_with(m->path, "/dev/shm/"))
-        return 0; /* device memory: reading it may have effects */
+    if (device_memory(m))
+        return 0; /* reading it may have effects */
 
     w->shared = m->perms[3] == 's';
     if (!(w->which & (w->shared ? ROOTS_SHARED : ROOTS_PRIVATE)))
