@@ -163,6 +163,13 @@ static struct {
     struct wtrack_run present[64];
     atomic_bool hook_set;          /* the fault hook is registered: atomic, set once */
     atomic_bool switches_context;  /* roots_note_context_switch: set once, any thread */
+    /* roots_note_user_stack's ranges: an entry claimed by fetch-add, hi stored, then lo (a
+     * reader skips lo 0); past ROOTS_USER_STACKS, user_stacks_lost: no such mapping cut. */
+    struct {
+        _Atomic uintptr_t lo, hi;
+    } user_stacks[ROOTS_USER_STACKS];
+    _Atomic unsigned n_user_stacks;
+    atomic_bool user_stacks_lost;
     atomic_bool seals;             /* roots_note_sealed: set once, any thread */
 } roots_state;
 
@@ -175,6 +182,8 @@ struct walk {
     size_t nexclude;
     uintptr_t self_sp;           /* the caller's stack pointer */
     uintptr_t self_tp;           /* ... and its thread pointer */
+    bool self_main;              /* ... the caller is the main thread */
+    long main_tid;               /* the main thread's number (the process's) */
     uintptr_t below_hi;          /* the end of the line before, and was it a guard (---)? */
     bool below_guard;
     uintptr_t own_lo;            /* a static of liboscar.so: its mappings are not roots */
@@ -539,6 +548,35 @@ void roots_note_sealed(void) { set_once(&roots_state.seals); }
 
 void roots_note_context_switch(void) { set_once(&roots_state.switches_context); }
 
+void roots_note_user_stack(uintptr_t lo, uintptr_t hi) {
+    unsigned n = atomic_load_explicit(&roots_state.n_user_stacks, memory_order_acquire);
+    for (unsigned i = 0; i < n && i < ROOTS_USER_STACKS; i++) /* (an attr used again) */
+        if (atomic_load_explicit(&roots_state.user_stacks[i].lo, memory_order_relaxed) == lo &&
+            atomic_load_explicit(&roots_state.user_stacks[i].hi, memory_order_relaxed) == hi)
+            return;
+    unsigned i = atomic_fetch_add(&roots_state.n_user_stacks, 1);
+    if (i >= ROOTS_USER_STACKS) {
+        set_once(&roots_state.user_stacks_lost);
+        return;
+    }
+    atomic_store(&roots_state.user_stacks[i].hi, hi);
+    atomic_store(&roots_state.user_stacks[i].lo, lo ? lo : 1);
+}
+
+/* Does [lo, hi) hold a stack the program gave a thread (or might: some were not noted)? */
+static bool holds_user_stack(uintptr_t lo, uintptr_t hi) {
+    if (atomic_load_explicit(&roots_state.user_stacks_lost, memory_order_relaxed))
+        return true;
+    unsigned n = atomic_load_explicit(&roots_state.n_user_stacks, memory_order_acquire);
+    for (unsigned i = 0; i < n && i < ROOTS_USER_STACKS; i++) {
+        uintptr_t l = atomic_load_explicit(&roots_state.user_stacks[i].lo, memory_order_acquire),
+                  h = atomic_load_explicit(&roots_state.user_stacks[i].hi, memory_order_relaxed);
+        if (l && l < hi && h > lo)
+            return true;
+    }
+    return false;
+}
+
 /* May a thread's stack pointer in m cut the dead stack below it? Only where m is that
  * thread's stack and nothing else: the main [stack], or a stack glibc made for a thread (a
  * guard right below it, the thread's TCB at its top: tp inside), and only in a program that
@@ -546,11 +584,16 @@ void roots_note_context_switch(void) { set_once(&roots_state.switches_context); 
  * coroutine's stack carved from the same mapping, a mapping of the program's the kernel
  * merged with the stack, or the frames of a context suspended below a coroutine's stack
  * that is an array of the thread's (protect_shape_coroutine, onstack). */
-static bool stack_of(const struct maps_line *m, const struct walk *w, uintptr_t tp) {
+static bool stack_of(const struct maps_line *m, const struct walk *w, uintptr_t tp, bool main) {
     if (atomic_load_explicit(&roots_state.switches_context, memory_order_relaxed))
         return false; /* (below a coroutine's stack pointer may lie live frames) */
-    return starts_with(m->path, "[stack") ||
-           (w->below_guard && w->below_hi == m->lo && tp >= m->lo && tp < m->hi);
+    /* The main [stack] is cut by the main thread only: another thread's stack may be an
+     * array in a frame of main's, with main's live frames below it (main meanwhile on its
+     * alternate stack: shapes_stack_cut "inmain"). */
+    if (starts_with(m->path, "[stack"))
+        return main;
+    return w->below_guard && w->below_hi == m->lo && tp >= m->lo && tp < m->hi &&
+           !holds_user_stack(m->lo, m->hi);
 }
 
 /* A device's memory mapped (a character or block device under /dev/). Regular files there
@@ -679,13 +722,14 @@ static int root_line_of(const struct maps_line *m, struct walk *w) {
         if (t->sp >= m->hi)
             break;
         bool on_alt = t->sp >= t->altstack_lo && t->sp < t->altstack_hi;
-        if (!on_alt && plain_stack && stack_of(m, w, t->tp)) {
+        if (!on_alt && plain_stack && stack_of(m, w, t->tp, t->tid == w->main_tid)) {
             uintptr_t at = t->sp - 128 > m->lo ? t->sp - 128 : m->lo;
             from = cut && from < at ? from : at;
             stack = cut = true;
         }
     }
-    if (w->self_sp >= m->lo && w->self_sp < m->hi && plain_stack && stack_of(m, w, w->self_tp)) {
+    if (w->self_sp >= m->lo && w->self_sp < m->hi && plain_stack &&
+        stack_of(m, w, w->self_tp, w->self_main)) {
         from = cut && from < w->self_sp ? from : w->self_sp;
         stack = cut = true;
     }
@@ -725,6 +769,8 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
     w->which = which;
     w->self_sp = stack_from ? stack_from : (uintptr_t)&regs;
     w->self_tp = os_thread_pointer();
+    w->main_tid = os_getpid();
+    w->self_main = os_gettid() == w->main_tid;
     w->own_lo = (uintptr_t)&own_marker;
     w->own_end = align_up((uintptr_t)oscar_data_end, (uintptr_t)1 << OSCAR_PAGE_SHIFT);
     int err = 0;

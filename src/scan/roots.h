@@ -28,6 +28,12 @@ int roots_for_each(roots_fn fn, void *arg, const struct root_range *exclude, siz
  * pointer no longer cuts the dead stack below it, since that may be the live frames of a
  * suspended context (a coroutine whose stack is an array in a frame of the thread's own). */
 void roots_note_context_switch(void);
+/* The program gave a thread a stack of its own, [lo, hi) (pthread_attr_setstack,
+ * pthread_attr_setstackaddr: export/export_context.c): a mapping that holds one is not cut
+ * below a stack pointer, since the program's data may lie beside the stack in it (one
+ * mapping with a guard page, a buffer, then the stack: shapes_stack_cut "guarded"). */
+#define ROOTS_USER_STACKS 64
+void roots_note_user_stack(uintptr_t lo, uintptr_t hi);
 /* The program took write access away from memory (mprotect, pkey_mprotect; the wrappers in
  * export/export_mprotect.c): from now on the pages it wrote in a private file mapping made
  * read-only or inaccessible are roots. Before, the only such copies are the loader's
