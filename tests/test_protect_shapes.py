@@ -60,6 +60,8 @@ SHAPES = [
     ("protect_shape_freed_holder", ["chain"]),  # ... through a chain of two of them
     ("protect_shape_freed_holder", ["large"]),  # ... a large one (64 KiB)
     ("protect_shape_freed_holder", ["chain", "many"]),  # ... among 70,000 held objects
+    ("protect_shape_freed_altstack", ["self"]),  # a freed block still the altstack (kernel)
+    ("protect_shape_freed_altstack", ["thread"]),  # ... of a thread blocked in read()
     ("protect_shape_stack_cut", ["guarded"]),  # beside a thread's stack in one mapping
     ("protect_shape_stack_cut", ["inmain"]),  # main's frame below a thread's stack in [stack]
     ("protect_shape_named", ["memfd"]),     # a memfd of the program's named "oscar-..."

@@ -1021,8 +1021,11 @@ static void unmark(size_t used, bool every_page) {
 }
 
 /* mark_run: push the callee-saved registers (the caller's values: the only copies of some
- * pointers may be there), make room for the thread's FS and GS bases below them (mark_body
- * fills it: registers too, which no push saves), then mark_body(pointer to them all). */
+ * pointers may be there), make room for the thread's FS and GS bases and its alternate
+ * signal stack's base below them (mark_body fills it: registers too, which no push saves;
+ * and the kernel keeps the base, which may be a block the program freed while it is still
+ * registered: the kernel would write a signal frame into it), then mark_body(pointer to
+ * them all). */
 __asm__(".text\n"
         ".p2align 4\n"
         ".globl mark_run\n"
@@ -1035,9 +1038,8 @@ __asm__(".text\n"
         "\tpush %r13\n"
         "\tpush %r14\n"
         "\tpush %r15\n"
-        "\tsub $16, %rsp\n"
+        "\tsub $24, %rsp\n"
         "\tmov %rsp, %rdi\n"
-        "\tsub $8, %rsp\n"
         "\tcall mark_body\n"
         "\tadd $24, %rsp\n"
         "\tpop %r15\n"
@@ -1154,6 +1156,9 @@ static void team_ready(void) {
 
 __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintptr_t *saved) {
     os_segment_bases((uintptr_t *)&saved[0], (uintptr_t *)&saved[1]);
+    stack_t ss;
+    ((uintptr_t *)saved)[2] =
+        os_sigaltstack_get(&ss) == 0 && !(ss.ss_flags & SS_DISABLE) ? (uintptr_t)ss.ss_sp : 0;
     team_ready(); /* (here: the marker thread's stops use the team too) */
     if (!concurrent_request())
         mark_here(saved);

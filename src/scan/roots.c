@@ -792,8 +792,19 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
         if (w->mem_fd >= 0)
             os_close(w->mem_fd);
     }
-    if (!err && (which & ROOTS_KERNEL))
+    if (!err && (which & ROOTS_KERNEL)) {
         err = kroots_for_each(fn, arg);
+        /* The kernel keeps each parked thread's alternate stack's base: a block the program
+         * freed while it is still registered gets the next signal's frame, ours among them
+         * (protect_shape_freed_altstack). Read from the thread's record itself: a thread
+         * parked on that altstack has its saved registers in the block, no root. */
+        for (size_t i = 0, n = world_count(); !err && i < n; i++) {
+            const struct world_thread *t = world_thread_at(i);
+            if (t->altstack_lo)
+                fn((uintptr_t)&t->altstack_lo, (uintptr_t)&t->altstack_lo + sizeof(uintptr_t),
+                   ROOT_ALTSTACK, "altstack", arg);
+        }
+    }
     __asm__ volatile("" : : "r"(&regs) : "memory");
     return err;
 }

@@ -279,6 +279,9 @@ static void park(struct slot *s, ucontext_t *uc) {
     if (os_sigaltstack_get(&ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size) {
         s->t.altstack_lo = (uintptr_t)ss.ss_sp;
         s->t.altstack_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
+        /* The kernel keeps the base: a root too (a block the program freed while still
+         * registered would get a signal frame written into it: protect_shape_freed_altstack). */
+        uc->uc_mcontext.__reserved1[2] = (uintptr_t)ss.ss_sp;
     }
     atomic_store_explicit(&s->state, SLOT_PARKED, memory_order_release);
     uint32_t parked = atomic_fetch_add_explicit(&world_state.nparked, 1, memory_order_acq_rel) + 1;
