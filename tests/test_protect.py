@@ -548,7 +548,8 @@ NOT_COPIED_WARNING = ("oscar: warning: protect mode cannot take snapshot marks (
 
 
 @pytest.mark.parametrize("mark", sorted(MARKS))
-@pytest.mark.parametrize("how", ["wipeonfork", "dontfork"])
+@pytest.mark.parametrize("how", ["wipeonfork", "dontfork", "rawwipeonfork", "rawdontfork",
+                                 "droppable"])
 def test_pointer_in_memory_children_do_not_get(runner, how, mark):
     """The only pointer lies in a page marked MADV_WIPEONFORK or MADV_DONTFORK: a child's copy
     of the process has zeros or nothing there, so snapshot marks stop (said once) and every
@@ -556,6 +557,8 @@ def test_pointer_in_memory_children_do_not_get(runner, how, mark):
     again 21 times.)"""
     env = dict(dict(FREQUENT, PROTECT_BALLAST_KIB="4096"), **MARKS[mark])
     res = runner.oscar("protect_shape_not_copied", how, env=env)
+    if res.stdout.startswith("unsupported "):
+        pytest.skip(res.stdout.strip())
     v = parse_values(res.stdout)
     assert res.returncode == 0 and v.get("held_reused") == 0, res.describe()
     assert v.get("released_reused", 0) > 0, res.describe()

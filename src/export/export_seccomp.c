@@ -5,6 +5,7 @@
  * answer and errno are the program's. Every other prctl and syscall goes straight on. */
 #define _GNU_SOURCE
 #include "base/core.h"
+#include "export/madvise.h"
 #include "export/real.h"
 #include "os/filters.h"
 
@@ -57,6 +58,12 @@ OSCAR_EXPORT long syscall(long n, ...) {
     if (!real_fn_syscall()) {
         errno = ENOSYS;
         return -1;
+    }
+    if (n == SYS_madvise) { /* (memory a child would not get as it is: export_madvise.c) */
+        long r = real_fn_syscall()(n, a, b, c, d, e, f);
+        if (r == 0)
+            export_note_madvise((int)c);
+        return r;
     }
     if (n != SYS_seccomp || (a != SECCOMP_SET_MODE_STRICT && a != SECCOMP_SET_MODE_FILTER))
         return real_fn_syscall()(n, a, b, c, d, e, f);
