@@ -36,10 +36,21 @@ def test_sampled_buffer_reported_in_protect_mode(runner):
 
 def test_protect_mode_without_sampling_is_harmless(runner):
     """The freed buffer is quarantined, not handed out again: the call goes through, as under
-    glibc, and nothing else is touched."""
-    res = runner.oscar("syscall_freed_buffer", "read", env={"OSCAR_MODE": "protect"})
+    glibc, and nothing else is touched. (Unsampled: this short program's buffer is among a
+    process's first allocations, which are all sampled by default, OSCAR_SAMPLE_FIRST, and
+    then the write through it is reported: test_protect_mode_samples_a_short_programs_buffer.)"""
+    res = runner.oscar("syscall_freed_buffer", "read",
+                       env={"OSCAR_MODE": "protect", "OSCAR_SAMPLE_FIRST": "0"})
     assert_clean_run(res)
     assert "returned 5" in res.stdout, res.describe()
+
+
+def test_protect_mode_samples_a_short_programs_buffer(runner):
+    """By default the buffer, one of the process's first allocations, is sampled: the
+    program's own write through it after the call is reported, as in strict mode."""
+    res = runner.oscar("syscall_freed_buffer", "read", env={"OSCAR_MODE": "protect"})
+    assert_report(res, signal.SIGSEGV,
+                  r"oscar: heap-use-after-free on address 0x[0-9a-f]+ \(WRITE\)")
 
 
 @pytest.mark.parametrize("mode", ["strict", "fast", "protect"])
