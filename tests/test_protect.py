@@ -332,7 +332,7 @@ def test_timer_root_check_can_fail(runner):
 
 
 STREAMS = ["", "socket", "dup", "socket peekoff", "dgram", "dgram peekoff", "seqpacket",
-           "named", "named reverse", "named seqpacket", "named dgram"]
+           "named", "named reverse", "named seqpacket", "named dgram", "raw", "socket raw"]
 
 
 @pytest.mark.parametrize("how", STREAMS, ids=[h.replace(" ", "-") or "pipe" for h in STREAMS])

@@ -10,6 +10,7 @@
  * copy of a descriptor; nothing for fcntl's other commands). */
 #define _GNU_SOURCE
 #include "base/core.h"
+#include "export/kroots.h"
 #include "export/real.h"
 #include "scan/kroots.h"
 #include "scan/mqlog.h"
@@ -92,31 +93,37 @@ static int copied(int old, int got) {
 
 /* A pipe's read end: a pointer written to the pipe and not read yet lies only in the kernel
  * (one thread handing objects to another through a pipe, or to itself). */
+void export_note_pipe(const int fds[2]) { kroots_note_stream(fds[0]); }
+
 OSCAR_EXPORT int pipe(int fds[2]) {
     int r = real_fn_pipe()(fds);
     if (r == 0)
-        kroots_note_stream(fds[0]);
+        export_note_pipe(fds);
     return r;
 }
 
 OSCAR_EXPORT int pipe2(int fds[2], int flags) {
     int r = real_fn_pipe2()(fds, flags);
     if (r == 0)
-        kroots_note_stream(fds[0]);
+        export_note_pipe(fds);
     return r;
 }
 
-/* Both ends of a stream socket pair (each receives what the other sends). Datagram and
- * sequenced-packet pairs are not read: a peek of one takes its pending error (README,
- * Limitations). */
-OSCAR_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) {
-    int r = real_fn_socketpair()(domain, type, protocol, fds);
-    if (r == 0 && domain == AF_UNIX &&
-        ((type & 0xf) == SOCK_STREAM || (type & 0xf) == SOCK_DGRAM ||
-         (type & 0xf) == SOCK_SEQPACKET)) {
+/* Both ends of a local socket pair (each receives what the other sends); a datagram or
+ * sequenced-packet pair's is read only while it has no error pending (a peek would take it:
+ * README, Limitations). */
+void export_note_socketpair(int domain, int type, const int fds[2]) {
+    if (domain == AF_UNIX && ((type & 0xf) == SOCK_STREAM || (type & 0xf) == SOCK_DGRAM ||
+                              (type & 0xf) == SOCK_SEQPACKET)) {
         kroots_note_stream(fds[0]);
         kroots_note_stream(fds[1]);
     }
+}
+
+OSCAR_EXPORT int socketpair(int domain, int type, int protocol, int fds[2]) {
+    int r = real_fn_socketpair()(domain, type, protocol, fds);
+    if (r == 0)
+        export_note_socketpair(domain, type, fds);
     return r;
 }
 

@@ -2,9 +2,12 @@
  * and syscall(SYS_seccomp) (libseccomp's seccomp_load uses the second, then the first), so
  * that Oscar's own system calls obey the filter from then on (os/filters.h): a sandbox written
  * for the program must not kill it for a call of Oscar's. libc's functions do the work; their
- * answer and errno are the program's. Every other prctl and syscall goes straight on. */
+ * answer and errno are the program's. syscall(SYS_madvise), syscall(SYS_pipe),
+ * syscall(SYS_pipe2) and syscall(SYS_socketpair) are noted as libc's functions for them are
+ * (export/madvise.h, export/kroots.h). Every other prctl and syscall goes straight on. */
 #define _GNU_SOURCE
 #include "base/core.h"
+#include "export/kroots.h"
 #include "export/madvise.h"
 #include "export/real.h"
 #include "os/filters.h"
@@ -58,6 +61,14 @@ OSCAR_EXPORT long syscall(long n, ...) {
     if (!real_fn_syscall()) {
         errno = ENOSYS;
         return -1;
+    }
+    if (n == SYS_pipe || n == SYS_pipe2 || n == SYS_socketpair) { /* (export_kroots.c) */
+        long r = real_fn_syscall()(n, a, b, c, d, e, f);
+        if (r == 0 && n == SYS_socketpair)
+            export_note_socketpair((int)a, (int)b, (const int *)d);
+        else if (r == 0)
+            export_note_pipe((const int *)a);
+        return r;
     }
     if (n == SYS_madvise) { /* (memory a child would not get as it is: export_madvise.c) */
         long r = real_fn_syscall()(n, a, b, c, d, e, f);

@@ -23,6 +23,8 @@
  *   many     1100 pipes are made first (and kept): more than Oscar notes, so its marks read
  *            every pipe of /proc/self/fd instead ("unsupported" where RLIMIT_NOFILE's hard
  *            limit leaves no room for them)
+ *   raw      the pipe or socket pair made by syscall(SYS_pipe2 / SYS_socketpair), past libc's
+ *            functions: unseen before, its pointer was handed out again in every run
  *   control  nothing is written: held_reused > 0 (the check can fail) */
 #define _GNU_SOURCE
 #include "protect_common.h"
@@ -31,6 +33,7 @@
 #include <stddef.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -124,9 +127,12 @@ int main(int argc, char **argv) {
                 return 2;
             }
     }
+    int raw = has(argc, argv, "raw");
     if (has(argc, argv, "named") ? named_sockets(type, has(argc, argv, "reverse"), fds) != 0
-        : socket_pair            ? socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds) != 0
-                                 : pipe2(fds, O_CLOEXEC) != 0) {
+        : socket_pair && raw ? syscall(SYS_socketpair, AF_UNIX, type | SOCK_CLOEXEC, 0, fds) != 0
+        : socket_pair        ? socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds) != 0
+        : raw                ? syscall(SYS_pipe2, fds, O_CLOEXEC) != 0
+                             : pipe2(fds, O_CLOEXEC) != 0) {
         perror("pipe/socketpair/socket");
         return 2;
     }
