@@ -181,12 +181,11 @@ static void check_and_forget_kind(void *p, enum alloc_kind as, enum report_calle
     if (!(sampled ? sample_take_kind(p, &k, &requested) : ph_take_kind(p, &k, &requested)))
         return; /* (not a live object's start: the free reports it) */
     uintptr_t a = (uintptr_t)p;
+    struct object_info (*describe)(uintptr_t) = sampled ? sample_object : ph_describe;
     if (protect_state.check_kind && k != as)
-        report_kind_mismatch(a, sampled ? sample_object(a) : ph_describe(a),
-                             (enum alloc_kind)k, as, who);
+        report_kind_mismatch(a, describe(a), (enum alloc_kind)k, as, who);
     if (sized && protect_state.check_size && size != requested)
-        report_size_mismatch(a, sampled ? sample_object(a) : ph_describe(a), requested, size,
-                             true);
+        report_size_mismatch(a, describe(a), requested, size, true);
 }
 
 /* In the heap, or a sampled object: the objects whose kind is kept. */

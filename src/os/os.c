@@ -392,14 +392,19 @@ int os_write_all(int fd, const void *buf, size_t len) {
     return 0;
 }
 
-/* openat from the working directory; a path under /proc/ that is not there (a program shut
- * in a directory without it), again from /proc's own descriptor (os/procroot.h). */
-static long open_at(const char *path, int flags, int mode) {
-    long r = sys6(SYS_openat, AT_FDCWD, (long)path, flags, mode, 0, 0);
+/* A system call on a path, *at(dirfd, path, a, b, c), from the working directory; a path
+ * under /proc/ that is not there (a program shut in a directory without it), again from
+ * /proc's own descriptor (os/procroot.h). */
+static long path_call(long nr, const char *path, long a, long b, long c) {
+    long r = sys6(nr, AT_FDCWD, (long)path, a, b, c, 0);
     int dir;
     if (r < 0 && (dir = os_proc_root_retry(&path, r)) >= 0)
-        r = sys6(SYS_openat, dir, (long)path, flags, mode, 0, 0);
+        r = sys6(nr, dir, (long)path, a, b, c, 0);
     return r;
+}
+
+static long open_at(const char *path, int flags, int mode) {
+    return path_call(SYS_openat, path, flags, mode, 0);
 }
 
 static int os_open_flags(const char *path, int flags, int *fd) {
@@ -465,29 +470,22 @@ void *os_map_file(const char *path, size_t *len, int *err) {
 }
 
 long os_readlink(const char *path, char *buf, size_t cap) {
-    long n = sys6(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)cap - 1, 0, 0);
-    int dir;
-    if (n < 0 && (dir = os_proc_root_retry(&path, n)) >= 0)
-        n = sys6(SYS_readlinkat, dir, (long)path, (long)buf, (long)cap - 1, 0, 0);
+    long n = path_call(SYS_readlinkat, path, (long)buf, (long)cap - 1, 0);
     buf[n > 0 ? n : 0] = 0;
     return n;
 }
 
 int os_stat_mode(const char *path, uint32_t *mode) {
     struct stat st;
-    long r = sys6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0);
-    if (!r)
+    int err = err_of(path_call(SYS_newfstatat, path, (long)&st, 0, 0));
+    if (!err)
         *mode = st.st_mode;
-    return err_of(r);
+    return err;
 }
 
 int os_stat_nlink(const char *path, uint64_t *nlink) {
     struct stat st;
-    long r = sys6(SYS_newfstatat, AT_FDCWD, (long)path, (long)&st, 0, 0, 0);
-    int dir;
-    if (r < 0 && (dir = os_proc_root_retry(&path, r)) >= 0)
-        r = sys6(SYS_newfstatat, dir, (long)path, (long)&st, 0, 0, 0);
-    int err = err_of(r);
+    int err = err_of(path_call(SYS_newfstatat, path, (long)&st, 0, 0));
     if (!err)
         *nlink = (uint64_t)st.st_nlink;
     return err;

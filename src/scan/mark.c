@@ -1164,6 +1164,29 @@ __attribute__((used, noinline, visibility("hidden"))) void mark_body(const uintp
         mark_here(saved);
 }
 
+/* Why a round's reading failed, for the errors that say it themselves; NULL for any other
+ * (the mappings could not be read: its errno is said). */
+static const char *round_failure(int err) {
+    switch (err) {
+    case -ENOSPC:
+        return "the program has more epoll instances, queued signals or io_urings than it can "
+               "note";
+    case -ENOTSUP:
+        return "the kernel does not list the program's timers";
+    case -ECHILD:
+        return "the snapshot's child process failed";
+    case -EBUSY:
+        return "an io_uring's buffers, or the copies of POSIX queue messages, could not be read "
+               "(a lock was busy)";
+    case -EMSGSIZE:
+        return "what a pipe, socket pair or message queue holds could not be read whole";
+    case -EMFILE:
+        return "no descriptor was left to read a pipe through";
+    default:
+        return NULL;
+    }
+}
+
 /* Stops timed out in a row (a second each) before stop_world says marks cannot run. */
 #define UNANSWERED_WARN 4
 
@@ -1283,18 +1306,8 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
     stats_add(STAT_SCAN_BYTES, (int64_t)atomic_load(&mark_state.scanned));
     note_pause(stop_ns / 1000);
     if (err) {
-        warn_once(err == -ENOSPC ? "the program has more epoll instances, queued signals or "
-                                   "io_urings than it can note"
-                  : err == -ENOTSUP ? "the kernel does not list the program's timers"
-                  : err == -ECHILD  ? "the snapshot's child process failed"
-                  : err == -EBUSY ? "an io_uring's buffers, or the copies of POSIX queue "
-                                    "messages, could not be read (a lock was busy)"
-                  : err == -EMSGSIZE ? "what a pipe, socket pair or message queue holds could "
-                                       "not be read whole"
-                  : err == -EMFILE ? "no descriptor was left to read a pipe through"
-                                  : "cannot read the process's mappings",
-                  err == -EMFILE || err == -ENOSPC || err == -ENOTSUP || err == -ECHILD ||
-                          err == -EBUSY || err == -EMSGSIZE ? 0 : -err);
+        const char *why = round_failure(err);
+        warn_once(why ? why : "cannot read the process's mappings", why ? 0 : -err);
         stats_add(STAT_SCAN_SKIPPED, 1);
         return 0;
     }

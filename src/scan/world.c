@@ -252,7 +252,6 @@ static __thread bool program_owed __attribute__((tls_model("initial-exec")));
  * itself, and an exec it calls goes straight through. */
 static __thread bool exec_holding __attribute__((tls_model("initial-exec")));
 
-
 uint64_t world_test_park_spin_ns;
 
 /* Parks the thread for the stop that asked slot s. */
@@ -279,9 +278,6 @@ static void park(struct slot *s, ucontext_t *uc) {
     if (os_sigaltstack_get(&ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size) {
         s->t.altstack_lo = (uintptr_t)ss.ss_sp;
         s->t.altstack_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
-        /* The kernel keeps the base: a root too (a block the program freed while still
-         * registered would get a signal frame written into it: protect_shape_freed_altstack). */
-        uc->uc_mcontext.__reserved1[2] = (uintptr_t)ss.ss_sp;
     }
     atomic_store_explicit(&s->state, SLOT_PARKED, memory_order_release);
     uint32_t parked = atomic_fetch_add_explicit(&world_state.nparked, 1, memory_order_acq_rel) + 1;
@@ -692,7 +688,7 @@ static long ask_new(int dirfd, int pid, long self) {
             long r = ask(pid, self, tid);
             if (r < 0)
                 return r;
-            struct slot *s = lookup((int32_t)tid);
+            struct slot *s = world_state.proc_apart ? lookup((int32_t)tid) : NULL;
             if (s)
                 s->t.proc_tid = (pid_t)proc_tid;
             fresh += r;

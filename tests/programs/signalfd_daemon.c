@@ -73,6 +73,7 @@ int main(int argc, char **argv) {
     pthread_join(t, NULL);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("signals read: %d\npeak below 64 MiB: %s\n", got, ru.ru_maxrss < 64 * 1024 ? "yes" : "no");
+    printf("signals read: %d\npeak below 64 MiB: %s\n", got,
+           ru.ru_maxrss < 64 * 1024 ? "yes" : "no");
     return 0;
 }
