@@ -48,6 +48,28 @@ def test_recycling_skips_pointed_to_addresses(runner, mode, where):
     assert stat("chunks_recycled") > 0, res.describe()
 
 
+AS_LOWERED = (r"oscar: warning: RLIMIT_AS was lowered to \d+ MiB: the heap's unused address "
+              r"space is given back; addresses of freed objects are handed out again once the "
+              r"rest is used up")
+
+
+@pytest.mark.parametrize("mode", ["strict", "fast"])
+def test_recycling_reads_a_mapping_where_metadata_was(runner, mode):
+    """The program lowers its RLIMIT_AS and forks: Oscar gives back the unused tops of its
+    region and of their metadata (the page table, the stack records). The program maps its
+    own memory in the hole the metadata left (where the kernel itself hands out the next
+    mapping) and keeps the only pointer there. That hole stayed in the table of Oscar's
+    metadata, which a proof does not read: the page was handed out again while the pointer was
+    held (held_hits 1, every run). os_unmap now takes the range out of the table."""
+    res, stat = _run(runner, mode, "mmap_lowered")
+    assert_clean_run(res, allowed_warnings=[USED_UP, AS_LOWERED])
+    assert "meta_hole 1\n" in res.stdout, res.describe()
+    assert res.stdout.endswith("OK\n"), res.describe()
+    v = parse_values(res.stdout)
+    assert v["held_hits"] == 0 and v.get("reused_after", 0) > 0, res.describe()
+    assert stat("recycle_marks") > 0 and stat("recycle_chunks_kept") > 0, res.describe()
+
+
 @pytest.mark.parametrize("mode", ["strict", "fast"])
 def test_recycling_without_pointer_reuses_addresses(runner, mode):
     """The control: nothing holds the pointer, so its page is handed out again (the check

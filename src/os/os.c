@@ -125,11 +125,46 @@ static void meta_record(uintptr_t lo, uintptr_t hi) {
         if (l && h == lo && atomic_compare_exchange_strong(&meta_state.meta_ranges[i].hi, &h, hi))
             return;
     }
+    /* An entry meta_forget emptied first (both bounds 0), else a new one. */
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t zero = 0;
+        if (!atomic_load_explicit(&meta_state.meta_ranges[i].lo, memory_order_acquire) &&
+            atomic_compare_exchange_strong(&meta_state.meta_ranges[i].hi, &zero, hi)) {
+            atomic_store_explicit(&meta_state.meta_ranges[i].lo, lo, memory_order_release);
+            return;
+        }
+    }
     size_t i = atomic_fetch_add(&meta_state.meta_used, 1);
     if (i >= OS_META_RANGES_MAX)
         return;
     atomic_store_explicit(&meta_state.meta_ranges[i].hi, hi, memory_order_release);
     atomic_store_explicit(&meta_state.meta_ranges[i].lo, lo, memory_order_release);
+}
+
+/* [lo, hi) is unmapped: no entry may cover it any more, or a mapping the program later gets
+ * there (the kernel hands out such a hole first) would be no root of a mark, and the objects
+ * only it points to would be handed out again (a region given back when RLIMIT_AS is
+ * lowered, dwarf's inflated sections, failure paths). An entry is cut at its bottom or top,
+ * split in two around a hole in its middle, or emptied. */
+static void meta_forget(uintptr_t lo, uintptr_t hi) {
+    size_t n = os_meta_count();
+    for (size_t i = 0; i < n; i++) {
+        _Atomic uintptr_t *el = &meta_state.meta_ranges[i].lo, *eh = &meta_state.meta_ranges[i].hi;
+        uintptr_t l = atomic_load_explicit(el, memory_order_acquire);
+        uintptr_t h = atomic_load_explicit(eh, memory_order_acquire);
+        if (!l || hi <= l || lo >= h)
+            continue;
+        if (lo <= l && hi >= h) {
+            atomic_store_explicit(el, 0, memory_order_release);
+            atomic_store_explicit(eh, 0, memory_order_release);
+        } else if (lo <= l) {
+            atomic_store_explicit(el, hi, memory_order_release);
+        } else {
+            atomic_store_explicit(eh, lo, memory_order_release);
+            if (hi < h)
+                meta_record(hi, h);
+        }
+    }
 }
 
 size_t os_meta_count(void) {
@@ -304,7 +339,11 @@ int os_move_pages(void *from, void *to, size_t len) {
 
 int os_unmap(void *addr, size_t len) {
     os_count(OS_CALL_MUNMAP);
-    return err_of(sys6(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0));
+    int err = err_of(sys6(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0));
+    uintptr_t lo = (uintptr_t)addr, hi = (lo + len + OS_PAGE - 1) & ~(OS_PAGE - 1);
+    if (!err)
+        meta_forget(lo, hi);
+    return err;
 }
 
 int os_memfd(const char *name, int *fd) {

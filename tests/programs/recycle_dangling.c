@@ -8,6 +8,11 @@
  *   register  a register (r12) of a thread spinning in a loop (x86-64 only);
  *   tls     a __thread variable (main's);
  *   mmap    an anonymous private mapping of the program's own;
+ *   mmap_lowered  the same, made after the program lowered its RLIMIT_AS (and forked, which
+ *           makes Oscar give back what it reserved and never used, its metadata's tops too),
+ *           placed where Oscar's metadata was (a read-write anonymous mapping before, a hole
+ *           after): a mapping the kernel may well hand out there by itself (prints
+ *           meta_hole 1 when such a hole was found);
  *   pastend a one-past-the-end pointer (in a global);
  *   altstack  a local of a signal handler running on an alternate signal stack (in a thread
  *           blocked in read(2) inside the handler);
@@ -28,6 +33,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "common.h"
 
@@ -45,6 +51,7 @@ static void *volatile *volatile large_box; /* large_swapped: a live large object
 static atomic_int stop_spinning;           /* (d) */
 static void *volatile altstack_mem;        /* (i) */
 static const char *where_g = "none";
+static size_t own_map_len = 1 << 20;
 static int swapped_seen;
 
 /* Overwrites the dead stack below the caller, where stale copies of the pointer may lie:
@@ -136,6 +143,73 @@ static void *holder(void *arg) {
     return (void *)local;
 }
 
+#define MAX_RANGES 4096
+struct range {
+    uintptr_t lo, hi;
+};
+
+/* The read-write private anonymous mappings without a name (where Oscar's metadata lies). */
+static int rw_anonymous(struct range *out) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f) && n < MAX_RANGES) {
+        unsigned long lo, hi, inode;
+        char perms[8];
+        int name = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %n", &lo, &hi, perms, &inode, &name) < 4)
+            continue;
+        if (!strcmp(perms, "rw-p") && inode == 0 && (line[name] == '\n' || !line[name]))
+            out[n++] = (struct range){lo, hi};
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* mmap_lowered: lowers RLIMIT_AS to just above what the process has mapped, forks (Oscar
+ * gives back its unused reservations there), and maps own_map in a hole the metadata left. */
+static void *map_where_meta_was(void) {
+    static struct range before[MAX_RANGES], after[MAX_RANGES];
+    int nb = rw_anonymous(before);
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long vm_kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld kB", &vm_kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    struct rlimit rl = {.rlim_cur = ((rlim_t)vm_kib << 10) + (32 << 20),
+                        .rlim_max = RLIM_INFINITY};
+    check(setrlimit(RLIMIT_AS, &rl) == 0, "RLIMIT_AS lowered");
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    int st;
+    check(pid > 0 && waitpid(pid, &st, 0) == pid, "fork");
+    int na = rw_anonymous(after);
+    own_map_len = 64 << 10;
+    for (int i = 0; i < nb; i++)
+        for (uintptr_t a = before[i].lo; a + own_map_len <= before[i].hi; a += own_map_len) {
+            bool mapped = false;
+            for (int j = 0; j < na && !mapped; j++)
+                mapped = a < after[j].hi && a + own_map_len > after[j].lo;
+            if (mapped)
+                continue;
+            void *m = mmap((void *)a, own_map_len, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+            if (m == (void *)a) {
+                printf("meta_hole 1\n");
+                return m;
+            }
+            if (m != MAP_FAILED)
+                munmap(m, own_map_len);
+        }
+    printf("meta_hole 0\n");
+    return mmap(NULL, own_map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
 /* Frees an object, keeps its pointer where `where` says, returns its masked page number
  * (*window: the masked number of its 2 MiB-aligned window). */
 __attribute__((noinline)) static uint64_t setup(const char *where, void *volatile *stack_slot,
@@ -155,8 +229,8 @@ __attribute__((noinline)) static uint64_t setup(const char *where, void *volatil
         large_box[70000] = v;
     else if (!strcmp(where, "tls"))
         tls_hold = v;
-    else if (!strcmp(where, "mmap"))
-        own_map[70000] = v;
+    else if (!strcmp(where, "mmap") || !strcmp(where, "mmap_lowered"))
+        own_map[own_map_len / 16] = v;
     else if (!strcmp(where, "pastend"))
         global_hold = v + 3000; /* (one past the end) */
     else if (!strcmp(where, "thread") || !strcmp(where, "register") ||
@@ -236,6 +310,8 @@ int main(int argc, char **argv) {
               "thread started");
     if (!strcmp(where, "mmap"))
         own_map = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!strcmp(where, "mmap_lowered"))
+        own_map = map_where_meta_was();
     if (!strcmp(where, "large_swapped")) {
         large_box = malloc(1 << 20);
         memset((void *)large_box, 0, 1 << 20);
@@ -262,7 +338,7 @@ int main(int argc, char **argv) {
     box[3] = NULL;
     tls_hold = NULL;
     if (own_map)
-        own_map[70000] = NULL;
+        own_map[own_map_len / 16] = NULL;
     if (large_box)
         large_box[70000] = NULL;
     if (!strcmp(where, "register"))
