@@ -64,6 +64,11 @@ static struct {
     size_t proved_at;
     bool proved_once;
     atomic_int warned_kept;
+    /* A sweep's chunks to drop and the ranges it gives back (under busy): kept here, not on
+     * the stack of the thread whose allocation crossed next_sweep (4.6 KiB, which a program
+     * run under a small RLIMIT_STACK may not have left). */
+    size_t drop[DROP_MAX];
+    struct iovec drop_ranges[4 * DROP_MAX];
 } reclaim_state = {.busy = OSCAR_LOCK_INIT(RECLAIM), .failed_at = SIZE_MAX};
 
 void reclaim_set_prove_hook(reclaim_prove_fn prove) { reclaim_state.prove = prove; }
@@ -188,7 +193,7 @@ static unsigned meta_ranges(struct iovec *r, size_t i, size_t n) {
 /* Drop the page tables, entries and records of the chunks in drop[0, n), in one call (at
  * most 4 ranges per chunk). */
 static void drop_chunks(const size_t *drop, unsigned n) {
-    struct iovec r[4 * DROP_MAX], meta[3];
+    struct iovec *r = reclaim_state.drop_ranges, meta[3];
     unsigned m = 0;
     for (unsigned j = 0; j < n; j++)
         m = os_ranges_add(r, m, chunk_base(drop[j]), REGION_CHUNK);
@@ -212,7 +217,7 @@ static void sweep(uintptr_t bump) {
     for (; reclaim_state.frontier < limit; reclaim_state.frontier++)
         if (chunk_state(reclaim_state.frontier) < CHUNK_RECLAIMED)
             add_pending(reclaim_state.frontier);
-    size_t drop[DROP_MAX];
+    size_t *drop = reclaim_state.drop;
     unsigned n = 0;
     for (unsigned looked = 0; looked < SWEEP_CHUNKS && n < DROP_MAX; looked++) {
         if (reclaim_state.r == reclaim_state.n_pending) {

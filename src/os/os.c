@@ -552,31 +552,56 @@ int os_proc_bytes(const char *path, const char *field, uint64_t *bytes) {
     return err;
 }
 
+/* The digits of a "Field:  123 kB" line's value. */
+static uint64_t line_value(const char *p, const char *end) {
+    uint64_t v = 0;
+    for (; p < end && *p != '\n'; p++)
+        if (*p >= '0' && *p <= '9')
+            v = v * 10 + (uint64_t)(*p - '0');
+    return v;
+}
+
 int os_proc_value(const char *path, const char *field, uint64_t *value) {
     int fd, err = open_read(path, &fd);
     if (err)
         return err;
-    char buf[8192];
-    long n = sys6(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0, 0);
-    os_close(fd);
-    if (n <= 0)
-        return EIO;
-    buf[n] = 0;
-    size_t flen = strlen(field);
-    for (char *line = buf; line && *line;) {
-        if (strncmp(line, field, flen) == 0) {
-            uint64_t v = 0;
-            for (char *p = line + flen; *p && *p != '\n'; p++)
-                if (*p >= '0' && *p <= '9')
-                    v = v * 10 + (uint64_t)(*p - '0');
-            *value = v;
-            return 0;
+    /* Read a kilobyte at a time, whole lines kept: this runs on the program's threads (a
+     * fork looks at VmSize), whose stacks may be small (a small RLIMIT_STACK). A line longer
+     * than the buffer (a long list of groups) is skipped. */
+    char buf[1024];
+    size_t flen = strlen(field), have = 0;
+    bool skipping = false, any = false;
+    err = ENOENT;
+    for (;;) {
+        long n = sys6(SYS_read, fd, (long)(buf + have), (long)(sizeof buf - have), 0, 0, 0);
+        if (n == -EINTR)
+            continue;
+        if (n <= 0) {
+            if (!any)
+                err = EIO;
+            break;
         }
-        line = strchr(line, '\n');
-        if (line)
-            line++;
+        any = true;
+        have += (size_t)n;
+        char *line = buf, *end = buf + have, *nl;
+        while ((nl = memchr(line, '\n', (size_t)(end - line)))) {
+            if (!skipping && (size_t)(nl - line) >= flen && strncmp(line, field, flen) == 0) {
+                *value = line_value(line + flen, nl);
+                os_close(fd);
+                return 0;
+            }
+            skipping = false;
+            line = nl + 1;
+        }
+        have = (size_t)(end - line);
+        if (have == sizeof buf) {
+            have = 0, skipping = true; /* (the rest of this line comes next) */
+        } else {
+            memmove(buf, line, have);
+        }
     }
-    return ENOENT;
+    os_close(fd);
+    return err;
 }
 
 int os_file_resident(int fd, uint64_t *bytes) {
