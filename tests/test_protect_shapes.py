@@ -62,6 +62,12 @@ SHAPES = [
     ("protect_shape_freed_holder", ["chain", "many"]),  # ... among 70,000 held objects
     ("protect_shape_freed_altstack", ["self"]),  # a freed block still the altstack (kernel)
     ("protect_shape_freed_altstack", ["thread"]),  # ... of a thread blocked in read()
+    ("protect_shape_kernel_thread", ["tid"]),  # a thread's clear-child-tid address
+    ("protect_shape_kernel_thread", ["tid", "self"]),  # ... the marking thread's own
+    ("protect_shape_kernel_thread", ["robust"]),  # a thread's robust futex list head
+    ("protect_shape_kernel_thread", ["rseq"]),  # a thread's rseq area (through syscall())
+    ("protect_shape_kernel_thread", ["rseq", "self"]),  # ... the marking thread's own
+    ("protect_shape_kernel_thread", ["sud"]),  # a syscall user dispatch selector (prctl)
     ("protect_shape_stack_cut", ["guarded"]),  # beside a thread's stack in one mapping
     ("protect_shape_stack_cut", ["inmain"]),  # main's frame below a thread's stack in [stack]
     ("protect_shape_named", ["memfd"]),     # a memfd of the program's named "oscar-..."

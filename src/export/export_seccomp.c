@@ -4,12 +4,15 @@
  * for the program must not kill it for a call of Oscar's. libc's functions do the work; their
  * answer and errno are the program's. syscall(SYS_madvise), syscall(SYS_pipe),
  * syscall(SYS_pipe2) and syscall(SYS_socketpair) are noted as libc's functions for them are
- * (export/madvise.h, export/kroots.h). Every other prctl and syscall goes straight on. */
+ * (export/madvise.h, export/kroots.h), and an rseq area (syscall(SYS_rseq)) or a syscall
+ * user dispatch selector (prctl, or syscall(SYS_prctl)) is kept for the thread: the kernel
+ * goes on using them (os/kheld.h). Every other prctl and syscall goes straight on. */
 #define _GNU_SOURCE
 #include "base/core.h"
 #include "export/kroots.h"
 #include "export/madvise.h"
 #include "export/real.h"
+#include "os/kheld.h"
 #include "os/filters.h"
 
 #include <errno.h>
@@ -24,6 +27,19 @@ DECLARE(long, syscall, long, long, long, long, long, long, long)
 __attribute__((constructor)) static void find_real_seccomp(void) {
     (void)real_fn_prctl();
     (void)real_fn_syscall();
+}
+
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#endif
+#ifndef SYS_rseq
+#define SYS_rseq 334
+#endif
+
+/* prctl(option, a2, ...) returned r: a syscall user dispatch selector is noted. */
+static void note_prctl(long option, unsigned long a2, unsigned long a5, long r) {
+    if (option == PR_SET_SYSCALL_USER_DISPATCH && r == 0)
+        os_kheld_note_sud(a2 ? a5 : 0); /* (a2: PR_SYS_DISPATCH_ON, or 0 for off) */
 }
 
 /* The program's install of the filter noted with os_filter_add (first, so that no call of
@@ -43,6 +59,11 @@ OSCAR_EXPORT int prctl(int option, ...) {
     if (!real_fn_prctl()) {
         errno = ENOSYS;
         return -1;
+    }
+    if (option == PR_SET_SYSCALL_USER_DISPATCH) {
+        int r = real_fn_prctl()(option, a2, a3, a4, a5);
+        note_prctl(option, a2, a5, r);
+        return r;
     }
     if (option != PR_SET_SECCOMP || (a2 != SECCOMP_MODE_STRICT && a2 != SECCOMP_MODE_FILTER))
         return real_fn_prctl()(option, a2, a3, a4, a5);
@@ -68,6 +89,14 @@ OSCAR_EXPORT long syscall(long n, ...) {
             export_note_socketpair((int)a, (int)b, (const int *)d);
         else if (r == 0)
             export_note_pipe((const int *)a);
+        return r;
+    }
+    if (n == SYS_rseq || (n == SYS_prctl && a == PR_SET_SYSCALL_USER_DISPATCH)) {
+        long r = real_fn_syscall()(n, a, b, c, d, e, f);
+        if (n == SYS_prctl)
+            note_prctl(a, (unsigned long)b, (unsigned long)e, r);
+        else if (r == 0)
+            os_kheld_note_rseq(c & 1 /* RSEQ_FLAG_UNREGISTER */ ? 0 : (uintptr_t)a);
         return r;
     }
     if (n == SYS_madvise) { /* (memory a child would not get as it is: export_madvise.c) */

@@ -803,7 +803,18 @@ __attribute__((noinline)) int roots_for_each_of(unsigned which, roots_fn fn, voi
             if (t->altstack_lo)
                 fn((uintptr_t)&t->altstack_lo, (uintptr_t)&t->altstack_lo + sizeof(uintptr_t),
                    ROOT_ALTSTACK, "altstack", arg);
+            fn((uintptr_t)t->kheld, (uintptr_t)(t->kheld + OS_KHELD), ROOT_KERNEL,
+               "kept by the kernel for a thread", arg);
         }
+        /* The kernel keeps addresses for each thread and writes through them later (its id
+         * cleared at exit, its robust futex list, its rseq area; os/kheld.h): the parked
+         * threads' were read as they parked, the calling thread's (a stopped mark's, or
+         * strict mode's proof) are read here. */
+        uintptr_t own[OS_KHELD];
+        os_kheld_get(own);
+        if (!err)
+            fn((uintptr_t)own, (uintptr_t)(own + OS_KHELD), ROOT_KERNEL,
+               "kept by the kernel for this thread", arg);
     }
     __asm__ volatile("" : : "r"(&regs) : "memory");
     return err;

@@ -274,6 +274,7 @@ static void park(struct slot *s, ucontext_t *uc) {
     uc->uc_mcontext.__reserved1[0] = fs;
     uc->uc_mcontext.__reserved1[1] = gs;
     s->t.tp = os_thread_pointer();
+    os_kheld_get(s->t.kheld);
     stack_t ss;
     if (os_sigaltstack_get(&ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size) {
         s->t.altstack_lo = (uintptr_t)ss.ss_sp;

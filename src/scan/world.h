@@ -13,6 +13,7 @@
 #ifndef OSCAR_SCAN_WORLD_H
 #define OSCAR_SCAN_WORLD_H
 #include "base/core.h"
+#include "os/kheld.h"
 #include <signal.h>
 #include <sys/types.h>
 
@@ -28,6 +29,7 @@ struct world_thread {
     uintptr_t altstack_lo, altstack_hi; /* its sigaltstack, if one is set (else 0, 0) */
     uintptr_t regs_lo, regs_hi;         /* where its saved registers (ucontext) lie */
     uintptr_t tp;                       /* its thread pointer (os_thread_pointer) */
+    uintptr_t kheld[OS_KHELD];          /* what the kernel keeps for it (os/kheld.h) */
 };
 
 int world_init(void);                 /* installs the park handler; 0 or -errno */
