@@ -83,3 +83,14 @@ def test_refused_madvise_still_zeroes_freed_large_objects(runner, mode):
     assert expected.stdout == "nonzero bytes from calloc: 0\n", expected.describe()
     res = runner.oscar("calloc_refused_drop", env=env_for(mode), timeout=120)
     assert_same_output(res, expected, allowed_warnings=(REFUSED,))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_strict_mode_thread_leaves(runner, mode):
+    """seccomp's strict mode is the calling thread's alone: the program's only thread enters
+    it and leaves with exit(2), and the process ends (protect mode's team helper had every
+    wait refused by Oscar's copy of the filter, spun, and kept the process alive for ever)."""
+    expected = runner.glibc_once("seccomp_strict_exit")
+    assert expected.stdout == "in strict mode, leaving\n", expected.describe()
+    res = runner.oscar("seccomp_strict_exit", env={"OSCAR_MODE": mode}, timeout=30)
+    assert_same_output(res, expected, allowed_warnings=(REFUSED,))

@@ -42,6 +42,13 @@ static struct {
     atomic_bool refused;    /* the hook was called (atomic exchange, once) */
 } filters_state;
 
+/* This thread entered strict mode (os_filter_add's caller, while its install is pending or
+ * on): the kernel applies strict mode to that thread alone, and Oscar's other threads (the
+ * mark's team, its marker) go on as before; refusing their calls too left a helper spinning
+ * on a wait that failed at once, the process alive after its only thread left
+ * (tests/programs/seccomp_strict_exit.c). */
+static __thread bool strict_here __attribute__((tls_model("initial-exec")));
+
 /* The program's memory: through process_vm_readv, so that a bad pointer is an error, not a
  * fault (the kernel's install then refuses it too); where a filter already in place refuses
  * that call, read as it is (the program hands its own filter, which it just wrote). */
@@ -76,6 +83,8 @@ int os_filter_add(const void *fprog, bool strict) {
     filters_state.f[n].off = off;
     filters_state.f[n].len = len;
     filters_state.f[n].strict = strict;
+    if (strict)
+        strict_here = true;
     filters_state.f[n].unknown = unknown || (!strict && !len);
     atomic_store_explicit(&filters_state.f[n].state, F_PENDING, memory_order_release);
     atomic_store_explicit(&os_filters_on, true, memory_order_release);
@@ -87,6 +96,8 @@ void os_filter_done(int h, bool ok) {
         return; /* (no room: every call stays refused, whether it was installed or not) */
     /* A dropped record keeps its room: a thread of Oscar's may still be reading it. */
     atomic_store_explicit(&filters_state.f[h].state, ok ? F_ON : F_DROPPED, memory_order_release);
+    if (!ok && filters_state.f[h].strict)
+        strict_here = false; /* (a thread enters strict mode once: no other strict record) */
 }
 
 /* The filter's answer for one call, as the kernel's interpreter gives it. An instruction the
@@ -200,6 +211,8 @@ static bool allowed(long nr, const long args[6]) {
         if (st == F_EMPTY || st == F_DROPPED)
             continue;
         uint32_t r;
+        if (filters_state.f[h].strict && !strict_here)
+            continue; /* (another thread's) */
         if (filters_state.f[h].strict)
             r = nr == SYS_read || nr == SYS_write || nr == SYS_exit || nr == SYS_rt_sigreturn
                     ? SECCOMP_RET_ALLOW

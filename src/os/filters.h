@@ -14,7 +14,8 @@
  * caller's usual error path: a mark that cannot read its roots reuses nothing, a page that
  * cannot be guarded stays unguarded); one the filter would let through or fail with an errno
  * is made (the kernel then answers as it will). Conservative on two counts: a filter counts
- * for every thread (the kernel applies it to the installing thread and those it makes later),
+ * for every thread (the kernel applies it to the installing thread and those it makes later;
+ * strict mode, which that thread cannot leave nor make threads in, counts for it alone),
  * and a filter Oscar did not see (installed before it was loaded, across an exec, or by a raw
  * system call) is not known: those calls are made as before (a container's filter, which
  * fails what it refuses with an errno, is the common case). */

@@ -91,9 +91,12 @@ static void *helper_main(void *arg) {
             /* Idle: if the program's threads are all gone (its first one left with
              * pthread_exit), Oscar's must not keep the process alive (glibc's exit(0) comes
              * with the last pthread's end): leave. */
-            if (os_futex_wait(&team_state.wake, seen, IDLE_NS) == ETIMEDOUT &&
-                atomic_load(&team_state.wake) == seen && world_only_own_threads &&
-                world_only_own_threads(os_threads_own())) {
+            int err = os_futex_wait(&team_state.wake, seen, IDLE_NS);
+            if (err == EPERM || (err == ETIMEDOUT && atomic_load(&team_state.wake) == seen &&
+                                 world_only_own_threads &&
+                                 world_only_own_threads(os_threads_own()))) {
+                /* (EPERM: a seccomp filter of the program's refuses the wait, which would
+                 * fail at once for ever: this thread would spin) */
                 atomic_fetch_sub(&team_state.running, 1);
                 goto leave;
             }
