@@ -1309,6 +1309,11 @@ static uint64_t finish_round(size_t used, int err, uint64_t t0, uint64_t stop_ns
         const char *why = round_failure(err);
         warn_once(why ? why : "cannot read the process's mappings", why ? 0 : -err);
         stats_add(STAT_SCAN_SKIPPED, 1);
+        /* The next waits, as after a stop that failed: a round that cannot read (one
+         * descriptor left below a hard RLIMIT_NOFILE, where the stop takes it and the round
+         * needs a second) would fail again at once, and every free past the trigger paid for
+         * a stop (descriptors_one_left: 100-500 times glibc's time). */
+        ph_mark_failed();
         return 0;
     }
     /* (the reading's time, from the round's start: scan_bytes / scan_us is the marking rate
