@@ -79,6 +79,8 @@ SHAPES = [
     ("protect_ring_held", ["uring", "overflow"]),  # ... in the kernel's overflow list
     ("protect_ring_held", ["uring", "buffer", "busy"]),  # a buffer registered with a busy ring
     ("protect_ring_held", ["aio"]),          # a Linux AIO event not yet reaped
+    ("protect_io_workers", ["sqpoll"]),     # (a global) io_uring's polling kernel thread alive
+    ("protect_io_workers", ["async"]),      # ... an io-wq worker waiting on a pipe
 ]
 
 

@@ -642,6 +642,41 @@ static bool read_task_status(long proc_tid) {
     return true;
 }
 
+/* Is thread proc_tid one of io_uring's workers (iou-wrk-N for requests that wait, iou-sqp-N
+ * polling a ring's submissions)? The kernel lists them among the process's threads, but they
+ * run no code of the program's and take no signal: asked to park, one never did, and every
+ * stop gave up while it lived (the quarantine grew without end). They hold no pointer of the
+ * program's a mark could read (a request in flight is README's limit). Told by PF_IO_WORKER
+ * in the flags of its stat (the ninth field), which the program cannot set, not by its name,
+ * which it can. A thread gone meanwhile is none. */
+#define PF_IO_WORKER 0x10
+static bool io_worker(long proc_tid) {
+    char path[64];
+    struct fmt f = FMT_INIT(path);
+    fmt_str(&f, "/proc/self/task/");
+    fmt_i64(&f, proc_tid);
+    fmt_str(&f, "/stat");
+    fmt_char(&f, 0);
+    long fd = os_open_read(path);
+    if (fd < 0)
+        return false;
+    char *b = world_buf_state.status;
+    long n = os_read((int)fd, b, sizeof world_buf_state.status - 1);
+    os_close((int)fd);
+    if (n <= 0)
+        return false;
+    b[n] = 0;
+    const char *p = strrchr(b, ')'); /* (its name may hold spaces and parentheses) */
+    for (int field = 2; p && field < 9; field++)
+        p = strchr(p + 1, ' ');
+    if (!p)
+        return false;
+    uint64_t flags = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++)
+        flags = flags * 10 + (uint64_t)(*p - '0');
+    return flags & PF_IO_WORKER;
+}
+
 /* Thread proc_tid of /proc's namespace by our number: the last of its status's NSpid (the
  * innermost namespace, ours); 0 if gone or not said. */
 static long our_tid(long proc_tid) {
@@ -686,6 +721,10 @@ static long ask_new(int dirfd, int pid, long self) {
             long proc_tid = tid;
             if (world_state.proc_apart && (tid = our_tid(proc_tid)) <= 0)
                 continue; /* (gone meanwhile) */
+            /* (a thread never parked before: is it a thread of the program's at all?) */
+            if (tid != self && !lookup((int32_t)tid) && !exempt((int32_t)tid) &&
+                io_worker(proc_tid))
+                continue;
             long r = ask(pid, self, tid);
             if (r < 0)
                 return r;
