@@ -332,7 +332,8 @@ def test_timer_root_check_can_fail(runner):
 
 
 STREAMS = ["", "socket", "dup", "socket peekoff", "dgram", "dgram peekoff", "seqpacket",
-           "named", "named reverse", "named seqpacket", "named dgram", "raw", "socket raw"]
+           "named", "named reverse", "named seqpacket", "named dgram", "raw", "socket raw",
+           "procfd", "scm", "socket scm", "pidfd"]
 
 
 @pytest.mark.parametrize("how", STREAMS, ids=[h.replace(" ", "-") or "pipe" for h in STREAMS])

@@ -693,12 +693,73 @@ static int any_stream(int fd, void *arg) {
  * an ioctl each at every mark: slower, never wrong). 0 or -errno. */
 static int every_stream(void) { return each_fd(any_stream, NULL); }
 
+#define STALE_MAX 64 /* stale notes looked for in one walk of /proc/self/fd */
+
+/* Notes whose descriptor was closed (or is another file's) this mark: their stream may live
+ * on under another number the wrappers did not see made (an open of /proc/self/fd/N, a
+ * descriptor received with SCM_RIGHTS, pidfd_getfd), or not at all. The marking thread's,
+ * under the walk (its buffers are static). */
+static struct {
+    unsigned n;
+    unsigned slot[STALE_MAX]; /* the notes' slots */
+    int v[STALE_MAX];         /* their sfd values when found stale */
+    int err;                  /* a read's error, for stream_roots */
+} stale_state;
+
+/* moved_streams' look at one descriptor: a pipe or socket whose inode a stale note's is takes
+ * over that note, and is read now. */
+static int stale_match(int fd, void *arg) {
+    (void)arg;
+    struct stat st;
+    if (os_syscall(SYS_fstat, fd, (long)&st, 0, 0, 0) < 0 ||
+        !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+        return 0;
+    if (S_ISFIFO(st.st_mode) &&
+        (os_syscall(SYS_fcntl, fd, F_GETFL, 0, 0, 0) & O_ACCMODE) == O_WRONLY)
+        return 0; /* (a pipe's write end: nothing to read through it) */
+    for (unsigned k = 0; k < stale_state.n; k++) {
+        unsigned i = stale_state.slot[k];
+        if (atomic_load_explicit(&kroots_state.sino[i], memory_order_relaxed) !=
+            (uint64_t)st.st_ino)
+            continue;
+        int v = stale_state.v[k];
+        if (v && atomic_compare_exchange_strong(&kroots_state.sfd[i], &v, fd + 1)) {
+            stale_state.v[k] = 0; /* (found: not forgotten) */
+            int err = stream_pending(fd, (uint64_t)st.st_ino,
+                                     atomic_load_explicit(&kroots_state.skind[i],
+                                                          memory_order_relaxed));
+            if (err && err != -ESTALE)
+                return stale_state.err = err;
+        }
+    }
+    return 0;
+}
+
+/* The stale notes' streams under their new numbers, read; the rest forgotten. 0 or -errno.
+ * (A walk of /proc/self/fd, an fstat a descriptor: only in a mark after a noted one closed.
+ * Before, a pipe's read end opened again through /proc/self/fd, or sent to the process itself
+ * and received, the old number closed, held the only pointer unseen: the object was handed
+ * out in every run; protect_stream_held "procfd", "scm", "pidfd".) */
+static int moved_streams(void) {
+    stale_state.err = 0;
+    int err = each_fd(stale_match, NULL);
+    for (unsigned k = 0; k < stale_state.n; k++)
+        if (stale_state.v[k]) {
+            int v = stale_state.v[k];
+            atomic_compare_exchange_strong(&kroots_state.sfd[stale_state.slot[k]], &v, 0);
+        }
+    stale_state.n = 0;
+    return err;
+}
+
 /* Data written to the program's own pipes and stream socket pairs and not read yet: a
  * pointer sent from one thread to another (or to itself) lies only in the kernel meanwhile.
- * A noted descriptor closed (or another file's) is forgotten. */
+ * A noted descriptor closed (or another file's) is looked for under another number, and
+ * forgotten if none. */
 static int stream_roots(void) {
     if (atomic_load(&kroots_state.stream_overflow))
         return every_stream();
+    stale_state.n = 0;
     for (unsigned i = 0; i < KROOTS_STREAMS_MAX; i++) {
         int v = atomic_load_explicit(&kroots_state.sfd[i], memory_order_acquire);
         if (v <= 0)
@@ -706,9 +767,18 @@ static int stream_roots(void) {
         int err = stream_pending(
             v - 1, atomic_load_explicit(&kroots_state.sino[i], memory_order_relaxed),
             atomic_load_explicit(&kroots_state.skind[i], memory_order_relaxed));
-        if (err == -ESTALE)
-            atomic_compare_exchange_strong(&kroots_state.sfd[i], &v, 0);
-        else if (err)
+        if (err == -ESTALE && stale_state.n < STALE_MAX) {
+            stale_state.slot[stale_state.n] = i;
+            stale_state.v[stale_state.n++] = v;
+        } else if (err == -ESTALE) {
+            return every_stream(); /* (too many at once to look for: read every stream) */
+        } else if (err) {
+            return err;
+        }
+    }
+    if (stale_state.n) {
+        int err = moved_streams();
+        if (err)
             return err;
     }
     /* (a note that found no room meanwhile: its stream was not read) */

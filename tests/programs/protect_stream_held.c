@@ -18,6 +18,11 @@
  *            (abstract: listen, connect, accept; a datagram socket bound there and one that
  *            sends to it), not a pair; with reverse, the accepted end writes
  *   dup      the pipe's read end lives on as a copy (dup2), the first closed
+ *   procfd, scm, pidfd  ... as a descriptor the wrappers do not see made: the pipe opened
+ *            again through /proc/self/fd/N, the read end sent to the process itself over a
+ *            local socket (SCM_RIGHTS) and received, or taken with pidfd_getfd; the first
+ *            closed. Before, the note of the first was dropped once it was closed, and the
+ *            object handed out again in every run
  *   peekoff  the program set the socket's peek offset itself (SO_PEEK_OFF 1): it must be
  *            as it was after the marks ("peek_offset_kept 1")
  *   many     1100 pipes are made first (and kept): more than Oscar notes, so its marks read
@@ -106,6 +111,51 @@ static int named_sockets(int type, int reverse, int fds[2]) {
     return 0;
 }
 
+/* procfd, scm, pidfd: fd under a number of its own made another way than dup; else fd. */
+static int move_descriptor(int argc, char **argv, int fd) {
+    if (has(argc, argv, "procfd")) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        return open(path, O_RDONLY | O_NONBLOCK);
+    }
+    if (has(argc, argv, "pidfd")) {
+        int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+        int got = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+        if (pidfd >= 0)
+            close(pidfd);
+        return got;
+    }
+    if (!has(argc, argv, "scm"))
+        return fd;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) != 0)
+        return -1;
+    char c = 'x', cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {&c, 1};
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    memset(cbuf, 0, sizeof cbuf);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = cbuf;
+    m.msg_controllen = sizeof cbuf;
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(h), &fd, sizeof fd);
+    int got = -1;
+    if (sendmsg(sv[0], &m, 0) == 1) {
+        memset(cbuf, 0, sizeof cbuf);
+        m.msg_controllen = sizeof cbuf;
+        if (recvmsg(sv[1], &m, 0) == 1 && CMSG_FIRSTHDR(&m))
+            memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof got);
+    }
+    close(sv[0]);
+    close(sv[1]);
+    return got;
+}
+
 int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     int socket_pair = has(argc, argv, "socket"), peekoff = has(argc, argv, "peekoff");
@@ -141,6 +191,15 @@ int main(int argc, char **argv) {
         int copy = dup2(rd, 100);
         close(rd);
         rd = copy;
+    }
+    int moved = move_descriptor(argc, argv, rd);
+    if (moved < 0) {
+        perror("moving the read end");
+        return 2;
+    }
+    if (moved != rd) {
+        close(rd);
+        rd = moved;
     }
     int off = 1;
     if (peekoff && setsockopt(rd, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof off) != 0) {
