@@ -430,3 +430,41 @@ def test_one_descriptor_left_below_the_hard_limit(runner):
     assert res.returncode == 0 and res.stdout.endswith("OK\n"), res.describe()
     skipped = int(re.search(r"oscar-stats: scan_skipped (\d+)", res.stderr).group(1))
     assert 0 < skipped < 100, res.describe()
+
+
+@pytest.mark.parametrize("mode", ["strict", "fast", "protect"])
+def test_small_rlimit_nproc_leaves_the_programs_threads(runner, mode):
+    """Run as an unprivileged user whose RLIMIT_NPROC leaves the program one task more than it
+    uses: its pthread_create and fork work as under glibc (protect mode's marking and team
+    threads took that task: both failed with EAGAIN). Oscar makes no thread of its own where
+    the limit might be near."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the program as another user")
+    setpriv, prlimit = shutil.which("setpriv"), shutil.which("prlimit")
+    if not setpriv or not prlimit:
+        pytest.skip("needs setpriv and prlimit (util-linux)")
+    try:
+        import pwd
+        nobody = pwd.getpwnam("nobody")
+    except (ImportError, KeyError):
+        pytest.skip("no unprivileged user 'nobody'")
+    # (the build directory may lie where nobody cannot read: copies in a directory of its own)
+    d = Path(tempfile.mkdtemp(prefix="oscar-nproc-", dir="/tmp"))
+    try:
+        os.chmod(d, 0o755)
+        lib, prog = d / "liboscar.so", d / "rlimit_nproc_threads"
+        shutil.copy(LIB, lib)
+        shutil.copy(runner.program("rlimit_nproc_threads"), prog)
+        os.chmod(lib, 0o755)
+        os.chmod(prog, 0o755)
+        argv = [setpriv, "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
+                "--clear-groups", prlimit, "--nproc=2:2", str(prog)]
+        expected = runner.raw(argv)
+        if "pthread_create: ok" not in expected.stdout:
+            pytest.skip("user nobody already runs tasks here:\n" + expected.describe())
+        env = {"OSCAR_MODE": mode, "LD_PRELOAD": str(lib), "OSCAR_STATS": "1"}
+        res = runner.raw(argv, env=env, timeout=120)
+        assert res.returncode == 0 and "oscar-stats" in res.stderr, res.describe()
+        assert res.stdout == expected.stdout, res.describe()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
@@ -72,10 +74,49 @@ static bool threads_allowed(void) {
     return os_filters_would_allow(SYS_clone, clone_thread);
 }
 
+/* May Oscar make one more thread without taking one the program may want? RLIMIT_NPROC counts
+ * every thread of every process of the real user, Oscar's among them: a program run under a
+ * small one (a service's unprivileged user, `prlimit --nproc`) found its own pthread_create
+ * and fork failing with EAGAIN, where under glibc they worked (rlimit_nproc_threads). Yes
+ * when the limit is infinite, when the process is exempt from it (CAP_SYS_RESOURCE or
+ * CAP_SYS_ADMIN), or when the whole system has fewer threads than the limit by a margin
+ * (/proc/loadavg's count): no user can be near it then. Otherwise Oscar does without. */
+static bool nproc_room(void) {
+    uint64_t limit;
+    if (os_rlimit(RLIMIT_NPROC, &limit) != 0 || limit == UINT64_MAX)
+        return true;
+    struct {
+        uint32_t version;
+        int pid;
+    } head = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+    struct {
+        uint32_t effective, permitted, inheritable;
+    } caps[2] = {{0, 0, 0}, {0, 0, 0}};
+    if (os_syscall(SYS_capget, (long)&head, (long)caps, 0, 0, 0) == 0 &&
+        (caps[0].effective & (1u << 24 /* CAP_SYS_RESOURCE */ | 1u << 21 /* CAP_SYS_ADMIN */)))
+        return true;
+    char buf[128];
+    long fd = os_open_read("/proc/loadavg");
+    if (fd < 0)
+        return false;
+    long n = os_read((int)fd, buf, sizeof buf - 1);
+    os_close((int)fd);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    const char *p = strchr(buf, '/'); /* ("0.00 0.01 0.05 1/234 5678": running/threads) */
+    uint64_t threads = 0;
+    for (p = p ? p + 1 : ""; *p >= '0' && *p <= '9'; p++)
+        threads = threads * 10 + (uint64_t)(*p - '0');
+    return threads && threads + 256 < limit;
+}
+
 int os_thread_start(void *(*fn)(void *), void *arg, void *stack, size_t size,
                     const sigset_t *open, const char *name) {
     if (atomic_load_explicit(&os_filters_on, memory_order_acquire) && !threads_allowed())
         return EPERM;
+    if (!nproc_room())
+        return EAGAIN;
     int saved = errno;
     pthread_attr_t attr;
     int err = pthread_attr_init(&attr);
