@@ -79,6 +79,7 @@ SHAPES = [
     ("protect_ring_held", ["uring", "overflow"]),  # ... in the kernel's overflow list
     ("protect_ring_held", ["uring", "buffer", "busy"]),  # a buffer registered with a busy ring
     ("protect_ring_held", ["aio"]),          # a Linux AIO event not yet reaped
+    ("protect_shape_fixed_buffer", []),  # moving through an io_uring fixed buffer (kernel)
     ("protect_io_workers", ["sqpoll"]),     # (a global) io_uring's polling kernel thread alive
     ("protect_io_workers", ["async"]),      # ... an io-wq worker waiting on a pipe
 ]
@@ -94,7 +95,8 @@ def kernel_at_least(major, minor):
 
 
 def skip_unless_concurrent(program, mark, args=()):
-    if program == "protect_shape_concurrent_move" and mark in ("stop", "team"):
+    if (program in ("protect_shape_concurrent_move", "protect_shape_fixed_buffer") and
+            mark in ("stop", "team")):
         pytest.skip("a shape of concurrent marks: with the world stopped nothing moves")
     if "nonebig" in args and not kernel_at_least(6, 7):
         pytest.skip("inaccessible reservations are read where PAGEMAP_SCAN lists their pages")

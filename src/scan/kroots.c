@@ -472,6 +472,15 @@ static int ring_line(char *line, void *arg) {
     add_value(addr);
     if (len > 1)
         add_value(addr + len - 1);
+    /* What it holds too: the kernel writes into it through pages it pinned, past the page
+     * tables, so a concurrent mark's write tracking never lists them written: a pointer a
+     * READ_FIXED put there while the mark ran, its other copy gone, was handed out again
+     * (protect_ring_held "fixed"). Read at every mark (guarded: the program may have
+     * unmapped it). */
+    if (len && addr + len > addr) {
+        flush();
+        kroots_state.fn(addr, addr + len, ROOT_KERNEL, kroots_state.name, kroots_state.arg);
+    }
     l->bufs_seen++;
     return 0;
 }
