@@ -60,7 +60,8 @@ static void warn_filter_refused(long nr) {
 }
 
 /* Strict and fast modes' reservations and tables. false: one could not be made, and Oscar is
- * off (modes/off.h; what was reserved before stays: no object lies in it). */
+ * off (modes/off.h): the tables made are unmapped (os_meta_log), the reservations without
+ * memory (the region's, the canonical heap's window: no object lies in them) stay. */
 static bool shadow_init(void) {
     if (!options_int(OPT_GUARDS))
         os_guards_disable();
@@ -68,7 +69,9 @@ static bool shadow_init(void) {
     packed_mode = options_int(OPT_MODE) == 1;
     int err;
     world_reserve(); /* (before the reservations sized by RLIMIT_AS: scan/world.h) */
+    os_meta_log(true);
     if ((err = region_init()) != 0) {
+        os_meta_log_release();
         off_enter("cannot reserve address space for shadow pages (a smaller OSCAR_VA_GIB may "
                   "fit)", err);
         return false;
@@ -91,8 +94,12 @@ static bool shadow_init(void) {
         failed = "cannot set up per-thread caches";
     if (!failed && (err = stack_init()) != 0)
         failed = "cannot reserve the stack store";
-    if (failed)
+    if (failed) {
+        os_meta_log_release();
         off_enter(failed, err);
+    } else {
+        os_meta_log(false);
+    }
     return !failed;
 }
 

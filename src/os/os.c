@@ -178,9 +178,41 @@ bool os_meta_range(size_t i, uintptr_t *lo, uintptr_t *hi) {
     return *lo != 0;
 }
 
+/* The os_alloc_meta mappings of an initialisation that may fail as a whole (os_meta_log).
+ * Written by the initialising thread alone, under its init lock. */
+#define META_LOG_MAX 64
+static struct {
+    bool on;         /* os_meta_log(true) was called, and not os_meta_log(false) since */
+    unsigned n;      /* entries in e */
+    bool overflowed; /* more mappings than e holds were made: those stay */
+    struct {
+        void *p;
+        size_t len;
+    } e[META_LOG_MAX]; /* the mappings, in the order made */
+} meta_log_state;
+
+void os_meta_log(bool on) {
+    meta_log_state.on = on;
+    meta_log_state.n = 0;
+    meta_log_state.overflowed = false;
+}
+
+void os_meta_log_release(void) {
+    for (unsigned i = 0; i < meta_log_state.n; i++)
+        os_unmap(meta_log_state.e[i].p, meta_log_state.e[i].len);
+    os_meta_log(false);
+}
+
 void *os_alloc_meta(size_t len, int *err) {
     void *p = mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, err);
+    if (p && meta_log_state.on) {
+        if (meta_log_state.n < META_LOG_MAX)
+            meta_log_state.e[meta_log_state.n].p = p,
+            meta_log_state.e[meta_log_state.n++].len = len;
+        else
+            meta_log_state.overflowed = true;
+    }
     if (p) {
         meta_record((uintptr_t)p, (uintptr_t)p + len);
         if (len >= META_NO_DUMP_MIN)

@@ -27,6 +27,14 @@ static inline void os_count(enum os_call_kind kind) {
 void *os_reserve(size_t len, int *err);
 /* Kernel-placed read-write private anonymous memory for metadata (NORESERVE). */
 void *os_alloc_meta(size_t len, int *err);
+/* An initialisation that may fail as a whole (strict and fast modes' reservations): with
+ * os_meta_log(true), the os_alloc_meta mappings made are noted, and os_meta_log_release
+ * unmaps them (a private writable mapping counts whole against the commit limit under
+ * vm.overcommit_memory=2, NORESERVE or not: the 9 GiB a failed start left made the program's
+ * fork fail, and every other process's allocations); os_meta_log(false) forgets them. One
+ * thread, under its init lock. */
+void os_meta_log(bool on);
+void os_meta_log_release(void);
 /* Where those mappings lie (they are no roots of a mark): entries [0, os_meta_count());
  * os_meta_range says false for an entry still being written. */
 #define OS_META_RANGES_MAX 128
