@@ -709,7 +709,7 @@ static int every_stream(void) { return each_fd(any_stream, NULL); }
  * descriptor received with SCM_RIGHTS, pidfd_getfd), or not at all. The marking thread's,
  * under the walk (its buffers are static). */
 static struct {
-    unsigned n;
+    unsigned n;               /* stale notes found (stream_roots; moved_streams empties) */
     unsigned slot[STALE_MAX]; /* the notes' slots */
     int v[STALE_MAX];         /* their sfd values when found stale */
     int err;                  /* a read's error, for stream_roots */
