@@ -186,8 +186,8 @@ static struct {
     unsigned n;      /* entries in e */
     bool overflowed; /* more mappings than e holds were made: those stay */
     struct {
-        void *p;
-        size_t len;
+        void *p;    /* a mapping os_alloc_meta made */
+        size_t len; /* its length */
     } e[META_LOG_MAX]; /* the mappings, in the order made */
 } meta_log_state;
 
