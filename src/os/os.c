@@ -185,10 +185,11 @@ static struct {
     bool on;         /* os_meta_log(true) was called, and not os_meta_log(false) since */
     unsigned n;      /* entries in e */
     bool overflowed; /* more mappings than e holds were made: those stay */
+    /* The mappings, in the order made. */
     struct {
         void *p;    /* a mapping os_alloc_meta made */
         size_t len; /* its length */
-    } e[META_LOG_MAX]; /* the mappings, in the order made */
+    } e[META_LOG_MAX];
 } meta_log_state;
 
 void os_meta_log(bool on) {
