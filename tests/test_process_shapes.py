@@ -20,6 +20,7 @@ SAME_AS_GLIBC = [
     "threads_10000",            # 10,000 threads: RSS and mappings stop growing after 4,000
     "fork_with_threads_heavy",  # 200 forks while 4 threads allocate; within a time budget
     "mq_fork_signals",          # POSIX queues between threads, 100 forks, mq_send in a handler
+    "sigaction_readback",       # an action read back: SA_RESTORER, no SIGKILL/SIGSTOP in the mask
 ]
 
 

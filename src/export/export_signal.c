@@ -96,6 +96,22 @@ static void counted(int sig, siginfo_t *si, void *uc) {
         handler(sig);
 }
 
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000 /* (the kernel's: glibc keeps it out of its headers) */
+#endif
+
+/* The program's action `stored`, read back as the kernel would give it had it been installed
+ * as given (kernel: what the kernel gave for the action in place, ours): glibc installs every
+ * action with its own restorer (SA_RESTORER), and the kernel drops SIGKILL and SIGSTOP from
+ * the mask. (sigaction_readback: both differed from glibc's.) */
+static struct sigaction as_kernel_keeps(struct sigaction stored, const struct sigaction *kernel) {
+    stored.sa_flags |= kernel->sa_flags & SA_RESTORER;
+    stored.sa_restorer = kernel->sa_restorer;
+    sigdelset(&stored.sa_mask, SIGKILL);
+    sigdelset(&stored.sa_mask, SIGSTOP);
+    return stored;
+}
+
 /* sigaction for a signal whose handler the program owns alone. */
 static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP)
@@ -118,11 +134,11 @@ static int program_sigaction(int sig, const struct sigaction *act, struct sigact
         if (r != 0)
             signal_state.program[sig] = before;
         else if (was.sa_sigaction == counted && (was.sa_flags & SA_SIGINFO))
-            was = before;
+            was = as_kernel_keeps(before, &was);
     } else {
         r = __sigaction(sig, act, &was);
         if (r == 0 && was.sa_sigaction == counted && (was.sa_flags & SA_SIGINFO))
-            was = signal_state.program[sig];
+            was = as_kernel_keeps(signal_state.program[sig], &was);
     }
     oscar_lock_release(&signal_state.lock);
     if (r == 0 && old)
