@@ -182,9 +182,8 @@ bool os_meta_range(size_t i, uintptr_t *lo, uintptr_t *hi) {
  * Written by the initialising thread alone, under its init lock. */
 #define META_LOG_MAX 64
 static struct {
-    bool on;         /* os_meta_log(true) was called, and not os_meta_log(false) since */
-    unsigned n;      /* entries in e */
-    bool overflowed; /* more mappings than e holds were made: those stay */
+    bool on;    /* os_meta_log(true) was called, and not os_meta_log(false) since */
+    unsigned n; /* entries in e (past META_LOG_MAX, a mapping is not noted: it stays) */
     /* The mappings, in the order made. */
     struct {
         void *p;    /* a mapping os_alloc_meta made */
@@ -195,7 +194,6 @@ static struct {
 void os_meta_log(bool on) {
     meta_log_state.on = on;
     meta_log_state.n = 0;
-    meta_log_state.overflowed = false;
 }
 
 void os_meta_log_release(void) {
@@ -207,12 +205,9 @@ void os_meta_log_release(void) {
 void *os_alloc_meta(size_t len, int *err) {
     void *p = mmap_raw(NULL, len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, err);
-    if (p && meta_log_state.on) {
-        if (meta_log_state.n < META_LOG_MAX)
-            meta_log_state.e[meta_log_state.n].p = p,
-            meta_log_state.e[meta_log_state.n++].len = len;
-        else
-            meta_log_state.overflowed = true;
+    if (p && meta_log_state.on && meta_log_state.n < META_LOG_MAX) {
+        meta_log_state.e[meta_log_state.n].p = p;
+        meta_log_state.e[meta_log_state.n++].len = len;
     }
     if (p) {
         meta_record((uintptr_t)p, (uintptr_t)p + len);
