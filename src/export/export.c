@@ -74,7 +74,8 @@ OSCAR_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
         return EINVAL;
     int saved = errno;
     void *p = alloc_aligned(size, align);
-    errno = saved;
+    /* (glibc's failed allocation leaves errno ENOMEM behind it; a success keeps the caller's) */
+    errno = p ? saved : ENOMEM;
     if (!p)
         return ENOMEM;
     *out = p;
