@@ -111,10 +111,11 @@ OSCAR_EXPORT void *pvalloc(size_t size) {
 
 OSCAR_EXPORT size_t malloc_usable_size(void *p) { return alloc_usable_size(p); }
 
-/* glibc tuning knobs mean nothing to Oscar: accept them and change nothing. */
+/* glibc tuning knobs mean nothing to Oscar: they change nothing, and the answer is glibc's
+ * (2.36): 0 for a fast-bin limit it refuses (past 160 bytes, or negative), 1 for the rest. */
 OSCAR_EXPORT int mallopt(int param, int value) {
-    (void)param;
-    (void)value;
+    if (param == M_MXFAST)
+        return (size_t)value <= 80 * sizeof(size_t) / 4;
     return 1;
 }
 

@@ -48,6 +48,11 @@ int main(void) {
     mallopt(M_MMAP_THRESHOLD, 64 * 1024);
     mallopt(M_TRIM_THRESHOLD, 128 * 1024);
     mallopt(M_ARENA_MAX, 2);
+    /* (what glibc refuses, it says so: 0; Oscar said 1 to everything) */
+    printf("mallopt M_MXFAST 64 %d, 100000 %d, -1 %d\n", mallopt(M_MXFAST, 64),
+           mallopt(M_MXFAST, 100000), mallopt(M_MXFAST, -1));
+    printf("mallopt M_MMAP_THRESHOLD 64 MiB %d, -1 %d\n", mallopt(M_MMAP_THRESHOLD, 64 << 20),
+           mallopt(M_MMAP_THRESHOLD, -1));
     void *t = malloc(200000);
     memset(t, 1, 200000);
     free(t);
