@@ -2061,6 +2061,10 @@ static bool marker_started(void) {
     } else {
         atomic_store(&cm_state.state, CM_OFF);
         say_stopped_marks(EAGAIN);
+        /* (snapshot marks asked for: their child would need a task as well, which RLIMIT_NPROC
+         * may not leave, os/ownthread.c) */
+        if (cm_state.setting == 3)
+            say_no_snapshot(-EAGAIN);
     }
     atomic_flag_clear(&cm_state.starting);
     return ok;
