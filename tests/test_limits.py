@@ -204,6 +204,20 @@ def test_smaller_address_space_limits(runner, kib, mode):
 # Defect 13: secure execution
 
 
+def unprivileged_user():
+    """The user 'nobody' (pwd entry), or skip."""
+    try:
+        import pwd
+        return pwd.getpwnam("nobody")
+    except (ImportError, KeyError):
+        pytest.skip("no unprivileged user 'nobody'")
+
+
+def as_user(setpriv, user):
+    """The argv prefix that runs a command as `user`, with no supplementary groups."""
+    return [setpriv, "--reuid=%d" % user.pw_uid, "--regid=%d" % user.pw_gid, "--clear-groups"]
+
+
 def test_setuid_program_ignores_settings(runner):
     """A setuid-root program (linked with liboscar: ld.so ignores LD_PRELOAD paths under
     AT_SECURE) run by an unprivileged user ignores OSCAR_STATS_FILE and OSCAR_STATS; the
@@ -215,11 +229,7 @@ def test_setuid_program_ignores_settings(runner):
     cc = shutil.which("cc") or shutil.which("gcc")
     if not setpriv or not cc:
         pytest.skip("needs setpriv and a C compiler")
-    try:
-        import pwd
-        nobody = pwd.getpwnam("nobody")
-    except (ImportError, KeyError):
-        pytest.skip("no unprivileged user 'nobody'")
+    nobody = unprivileged_user()
     # (pytest's tmp_path lies under a directory only root may enter)
     d = Path(tempfile.mkdtemp(prefix="oscar-suid-", dir="/tmp"))
     try:
@@ -244,7 +254,7 @@ def check_setuid(runner, d, setpriv, cc, nobody):
     os.chmod(plain, 0o755)
     os.chown(prog, 0, 0)
     os.chmod(prog, 0o4755)
-    drop = [setpriv, "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid, "--clear-groups"]
+    drop = as_user(setpriv, nobody)
     probe = runner.raw(drop + [str(plain)])
     if probe.returncode != 0:
         pytest.skip("the unprivileged user cannot run programs here:\n" + probe.describe())
@@ -443,11 +453,7 @@ def test_small_rlimit_nproc_leaves_the_programs_threads(runner, mode):
     setpriv, prlimit = shutil.which("setpriv"), shutil.which("prlimit")
     if not setpriv or not prlimit:
         pytest.skip("needs setpriv and prlimit (util-linux)")
-    try:
-        import pwd
-        nobody = pwd.getpwnam("nobody")
-    except (ImportError, KeyError):
-        pytest.skip("no unprivileged user 'nobody'")
+    nobody = unprivileged_user()
     # (the build directory may lie where nobody cannot read: copies in a directory of its own)
     d = Path(tempfile.mkdtemp(prefix="oscar-nproc-", dir="/tmp"))
     try:
@@ -457,8 +463,7 @@ def test_small_rlimit_nproc_leaves_the_programs_threads(runner, mode):
         shutil.copy(runner.program("rlimit_nproc_threads"), prog)
         os.chmod(lib, 0o755)
         os.chmod(prog, 0o755)
-        argv = [setpriv, "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
-                "--clear-groups", prlimit, "--nproc=2:2", str(prog)]
+        argv = as_user(setpriv, nobody) + [prlimit, "--nproc=2:2", str(prog)]
         expected = runner.raw(argv)
         if "pthread_create: ok" not in expected.stdout:
             pytest.skip("user nobody already runs tasks here:\n" + expected.describe())

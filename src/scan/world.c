@@ -623,13 +623,15 @@ static bool proc_apart(int pid) {
     return v != pid;
 }
 
-/* Thread proc_tid's /proc/self/task/N/status into world_buf_state.status; false if gone. */
-static bool read_task_status(long proc_tid) {
+/* Thread proc_tid's /proc/self/task/N/<file> ("status", "stat") into world_buf_state.status;
+ * false if gone. */
+static bool read_task_file(long proc_tid, const char *file) {
     char path[64];
     struct fmt f = FMT_INIT(path);
     fmt_str(&f, "/proc/self/task/");
     fmt_i64(&f, proc_tid);
-    fmt_str(&f, "/status");
+    fmt_char(&f, '/');
+    fmt_str(&f, file);
     fmt_char(&f, 0);
     long fd = os_open_read(path);
     if (fd < 0)
@@ -642,6 +644,8 @@ static bool read_task_status(long proc_tid) {
     return true;
 }
 
+static bool read_task_status(long proc_tid) { return read_task_file(proc_tid, "status"); }
+
 /* Is thread proc_tid one of io_uring's workers (iou-wrk-N for requests that wait, iou-sqp-N
  * polling a ring's submissions)? The kernel lists them among the process's threads, but they
  * run no code of the program's and take no signal: asked to park, one never did, and every
@@ -651,21 +655,9 @@ static bool read_task_status(long proc_tid) {
  * which it can. A thread gone meanwhile is none. */
 #define PF_IO_WORKER 0x10
 static bool io_worker(long proc_tid) {
-    char path[64];
-    struct fmt f = FMT_INIT(path);
-    fmt_str(&f, "/proc/self/task/");
-    fmt_i64(&f, proc_tid);
-    fmt_str(&f, "/stat");
-    fmt_char(&f, 0);
-    long fd = os_open_read(path);
-    if (fd < 0)
+    if (!read_task_file(proc_tid, "stat"))
         return false;
-    char *b = world_buf_state.status;
-    long n = os_read((int)fd, b, sizeof world_buf_state.status - 1);
-    os_close((int)fd);
-    if (n <= 0)
-        return false;
-    b[n] = 0;
+    const char *b = world_buf_state.status;
     const char *p = strrchr(b, ')'); /* (its name may hold spaces and parentheses) */
     for (int field = 2; p && field < 9; field++)
         p = strchr(p + 1, ' ');

@@ -111,19 +111,6 @@ int main(int argc, char **argv) {
     A = malloc(64);
     memset((void *)A, 0, 64);
     setup();
-    uintptr_t m = make_object();
-    if (!control)
-        *A = (void *)(m ^ MASK);
-    free_object(m);
-    clear_stack();
-    pthread_t t;
-    moved_by = mover;
-    if (pthread_create(&t, NULL, run_mover, NULL))
-        return 2;
-    int held = churn_for(m, 3.0);
-    atomic_store(&stop, 1);
-    pthread_join(t, NULL);
-    clear_stack();
-    report(held, released_after(m, churn(m, ROUNDS)));
+    check_moved_by(A, mover, &stop, 3.0, 1.0);
     return 0;
 }
