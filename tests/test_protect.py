@@ -992,3 +992,16 @@ def test_waits_go_on_across_marks(runner, tmp_path, mark):
     assert_same_output(res, expected)
     s = json.loads((tmp_path / "stats.json").read_text())
     assert s["scan_rounds"] > 100, scan_figures(s)
+
+
+def test_waits_for_signals_end_when_parked_threads_are_slow_to_run(runner):
+    """As test_waits_go_on_across_marks[stop], with each parked thread slow to run again after
+    its resume (OSCAR_TEST_PARK_SPIN_US, 3 ms in the park handler). Before, the next mark's
+    request found the waiting thread still in the park handler and parked it again, across
+    marks back to back: two of the program's SIGUSR1 merged while pending and the wait for
+    the third never ended (hung in pause or sigsuspend; 1 run of 130 without the spin, in CI
+    too)."""
+    expected = runner.glibc_once("waits_across_stops", "interrupt")
+    env = dict(FREQUENT, OSCAR_TEST_PARK_SPIN_US="3000", **MARKS["stop"])
+    res = runner.oscar("waits_across_stops", "interrupt", env=env, timeout=120)
+    assert_same_output(res, expected)

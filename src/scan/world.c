@@ -887,10 +887,31 @@ int world_try_stop(void) {
     return stop_locked();
 }
 
+/* How long a stop waits for the threads of the last one to leave the park handler. */
+#define DRAIN_WAIT_NS 50000000ull
+
+/* The threads the last stop parked have left the park handler (or 50 ms passed: one frozen
+ * there by SIGSTOP or a tracer must not hold every stop back). A thread woken from its park
+ * that gets no processor before the next request takes that one in the same handler, with
+ * every signal blocked: with stops back to back it stayed there across dozens of them, and
+ * two of the program's signals sent to it meanwhile merged into one (signals_between_stops:
+ * 2-6 of 30 handled; waits_across_stops hung in sigsuspend). Once it has left, what the
+ * program sent it is delivered as it returns, and the next request finds it in the
+ * program's code. Locks: the world lock (the parked threads take none). */
+static void wait_drained(void) {
+    if (!atomic_load_explicit(&world_state.draining, memory_order_acquire))
+        return;
+    uint64_t until = os_monotonic_ns() + DRAIN_WAIT_NS;
+    while (atomic_load_explicit(&world_state.draining, memory_order_acquire) &&
+           os_monotonic_ns() < until)
+        os_yield();
+}
+
 /* world_stop with the world lock taken. */
 static int stop_locked(void) {
     int pid = os_getpid();
     long self = os_gettid();
+    wait_drained();
     clear_table();
     world_state.nparked_list = 0;
     atomic_store(&world_state.nparked, 0);
