@@ -71,6 +71,8 @@ static struct {
     uint64_t cookie;           /* our requests' si_value (os_send_request; set once at init) */
     _Atomic uint32_t draining; /* threads that parked and have not yet taken what came
                                 * meanwhile (on_park) */
+    bool drain_gave_up;        /* a stop waited DRAIN_WAIT_NS for them in vain (wait_drained;
+                                * the stopper, under the world lock) */
     /* The program's sends to another thread waiting for the world lock
      * (world_program_send_begin): a stop lets them go first (os/giveway.h). */
     struct os_giveway senders;
@@ -899,12 +901,20 @@ int world_try_stop(void) {
  * program sent it is delivered as it returns, and the next request finds it in the
  * program's code. Locks: the world lock (the parked threads take none). */
 static void wait_drained(void) {
-    if (!atomic_load_explicit(&world_state.draining, memory_order_acquire))
+    if (!atomic_load_explicit(&world_state.draining, memory_order_acquire)) {
+        world_state.drain_gave_up = false;
         return;
+    }
+    if (world_state.drain_gave_up)
+        return; /* (still there since: frozen, not slow; the next stops do not wait for it) */
     uint64_t until = os_monotonic_ns() + DRAIN_WAIT_NS;
-    while (atomic_load_explicit(&world_state.draining, memory_order_acquire) &&
-           os_monotonic_ns() < until)
+    while (atomic_load_explicit(&world_state.draining, memory_order_acquire)) {
+        if (os_monotonic_ns() >= until) {
+            world_state.drain_gave_up = true;
+            return;
+        }
         os_yield();
+    }
 }
 
 /* world_stop with the world lock taken. */
