@@ -7,12 +7,17 @@
 #include "base/core.h"
 #include "export/madvise.h"
 #include "export/real.h"
+#include "heap/protect_heap.h"
 #include "scan/mark.h"
 
 #include <sys/mman.h>
 
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18
+#endif
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* (Linux 6.13) */
 #endif
 
 #ifndef MAP_DROPPABLE
@@ -32,8 +37,21 @@ void export_note_madvise(int advice) {
         mark_note_not_copied();
 }
 
+void export_note_advice_before(uintptr_t addr, size_t len, int advice) {
+    if (advice == MADV_GUARD_INSTALL)
+        ph_note_foreign(addr, len);
+}
+
+void export_note_map_fixed(uintptr_t addr, size_t len, int flags) {
+    if (!(flags & MAP_FIXED) || !ph_note_foreign(addr, len))
+        return;
+    if ((flags & MAP_TYPE) != MAP_PRIVATE)
+        mark_note_not_copied();
+}
+
 /* (mmap64 is the same function in glibc: an alias of it here too.) */
 OSCAR_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    export_note_map_fixed((uintptr_t)addr, len, flags);
     void *p = real_fn_mmap()(addr, len, prot, flags, fd, off);
     if (p != MAP_FAILED && (flags & MAP_TYPE) == MAP_DROPPABLE)
         mark_note_not_copied();
@@ -43,6 +61,7 @@ OSCAR_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, o
     __attribute__((alias("mmap")));
 
 OSCAR_EXPORT int madvise(void *addr, size_t len, int advice) {
+    export_note_advice_before((uintptr_t)addr, len, advice);
     int r = real_fn_madvise()(addr, len, advice);
     if (r == 0)
         export_note_madvise(advice);

@@ -99,7 +99,12 @@ OSCAR_EXPORT long syscall(long n, ...) {
             os_kheld_note_rseq(c & 1 /* RSEQ_FLAG_UNREGISTER */ ? 0 : (uintptr_t)a);
         return r;
     }
+    if (n == SYS_mprotect || n == SYS_pkey_mprotect) /* (export_mprotect.c) */
+        export_note_protect((uintptr_t)a, (size_t)b, (int)c, n == SYS_mprotect ? 0 : (int)d);
+    if (n == SYS_mmap)
+        export_note_map_fixed((uintptr_t)a, (size_t)b, (int)d);
     if (n == SYS_madvise) { /* (memory a child would not get as it is: export_madvise.c) */
+        export_note_advice_before((uintptr_t)a, (size_t)b, (int)c);
         long r = real_fn_syscall()(n, a, b, c, d, e, f);
         if (r == 0)
             export_note_madvise((int)c);

@@ -951,6 +951,22 @@ static bool quarantined(size_t bytes) {
 }
 
 
+bool ph_note_foreign(uintptr_t addr, size_t len) {
+    uintptr_t lo = addr, hi = addr + len;
+    if (hi < lo)
+        hi = UINTPTR_MAX;
+    if (!ph.pages || hi <= ph.lo || lo >= ph.hi || !len)
+        return false;
+    if (lo < ph.lo)
+        lo = ph.lo;
+    if (hi > ph.hi)
+        hi = ph.hi;
+    for (size_t i = ph_index(lo); i <= ph_index(hi - 1); i++)
+        atomic_store_explicit(&ph.pages[i].foreign, 1, memory_order_release);
+    atomic_store_explicit(&ph.any_foreign, true, memory_order_release);
+    return true;
+}
+
 bool ph_free(void *p, int who) {
     uintptr_t a = (uintptr_t)p;
     if (unlikely(!ph_contains(a)))

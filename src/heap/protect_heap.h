@@ -68,6 +68,9 @@ struct ph_page {
     uint64_t recip;          /* small: ceil(2^32 / slot_size) */
     uint64_t large_size;     /* large head: requested bytes */
     struct ph_page *next, *prev; /* pool or free-run list */
+    /* The program changed this page's protection or mapping (ph_note_foreign): the mark
+     * reads it through scan/mark.c's scan_foreign, never directly (set once, never cleared) */
+    _Atomic uint8_t foreign;
 };
 
 /* Per-page out-of-band block: bitmaps first (large classes touch only them), slot words. */
@@ -92,6 +95,7 @@ struct ph_heap {
      * bits of [2k+1] too (the mark's word filter reads one word: scan/words.h). */
     _Atomic uint64_t *cand;
     _Atomic uintptr_t used_pages; /* pages ever handed out (descriptors to visit) */
+    atomic_bool any_foreign;      /* some page is foreign (ph_note_foreign; set once) */
 };
 extern struct ph_heap ph;
 
@@ -111,6 +115,10 @@ void *ph_calloc(size_t size);
 void *ph_realloc(void *p, size_t size);
 /* who: enum report_caller. True: a mark is due (the caller runs it, from as shallow a stack
  * as it can: the frames below it are roots). */
+/* The program changed the protection or the mapping of [addr, addr + len) (mprotect without
+ * read access, pkey_mprotect, mmap MAP_FIXED, MADV_GUARD_INSTALL): the heap pages it overlaps
+ * may fault when read, and are marked foreign (struct ph_page). True if it overlaps the heap. */
+bool ph_note_foreign(uintptr_t addr, size_t len);
 bool ph_free(void *p, int who);
 size_t ph_usable_size(void *p, int caller);
 

@@ -497,6 +497,51 @@ static void scan_guarded(uintptr_t lo, uintptr_t hi, void *arg) {
     scan(lo, hi);
 }
 
+/* Whether the program changed the protection or the mapping of a page of heap range
+ * [lo, hi) (heap/protect_heap.h, ph_note_foreign). */
+static bool foreign_range(uintptr_t lo, uintptr_t hi) {
+    if (likely(!atomic_load_explicit(&ph.any_foreign, memory_order_acquire)) || hi <= lo)
+        return false;
+    for (size_t i = ph_index(lo); i <= ph_index(hi - 1); i++)
+        if (atomic_load_explicit(&ph.pages[i].foreign, memory_order_acquire))
+            return true;
+    return false;
+}
+
+/* Heap range [lo, hi) on a page the program made unreadable, or mapped over (a coroutine's
+ * guard page in a block of its own, a ring buffer's mirror): read directly, the mark died
+ * of SIGSEGV (protect_heap_unreadable). What it holds is still the program's, which may
+ * make it readable again: it is read through /proc/self/mem (past PROT_NONE and a
+ * protection key), a buffer at a time; a page that gives nothing (a guard marker) is left
+ * out. Without /proc/self/mem, the readable pages only (roots_read_guarded). */
+static void scan_foreign(uintptr_t lo, uintptr_t hi) {
+    long fd = os_open_read("/proc/self/mem");
+    if (fd < 0) {
+        roots_read_guarded(scan_guarded, lo, hi, NULL);
+        return;
+    }
+    uintptr_t buf[256];
+    while (lo < hi) {
+        size_t n = hi - lo < sizeof buf ? hi - lo : sizeof buf;
+        long got = os_pread((int)fd, buf, n, lo);
+        if (got <= 0) {
+            lo = (lo | (OSCAR_PAGE - 1)) + 1; /* (nothing there: the next page) */
+            continue;
+        }
+        scan((uintptr_t)buf, (uintptr_t)buf + (size_t)got);
+        lo += (uintptr_t)got;
+    }
+    os_close((int)fd);
+}
+
+/* A heap range the mark reads: directly, or through scan_foreign. */
+static inline void scan_obj(uintptr_t lo, uintptr_t hi) {
+    if (unlikely(foreign_range(lo, hi)))
+        scan_foreign(lo, hi);
+    else
+        scan(lo, hi);
+}
+
 /* reread_shared's bounds: readings of shared memory after the walk's, and bytes of them. */
 #define SHARED_READINGS 8
 #define SHARED_REREAD_BUDGET (256u << 10)
@@ -620,12 +665,12 @@ static void scan_heap(size_t first, size_t last, size_t end) {
                     unsigned from, len = first_run(live, &from);
                     uintptr_t lo = base + (uintptr_t)(w * 64 + from) * size;
                     if (!mark_state.dangling) {
-                        scan(lo, lo + (uintptr_t)len * size);
+                        scan_obj(lo, lo + (uintptr_t)len * size);
                     } else {
                         for (unsigned k = 0; k < len; k++) {
                             mark_state.obj = lo + (uintptr_t)k * size;
                             mark_state.obj_size = size;
-                            scan(mark_state.obj, mark_state.obj + size);
+                            scan_obj(mark_state.obj, mark_state.obj + size);
                         }
                     }
                     live = from + len >= 64 ? 0 : live & (~0ULL << (from + len));
@@ -639,7 +684,7 @@ static void scan_heap(size_t first, size_t last, size_t end) {
                     mark_state.obj = base;
                     mark_state.obj_size = pg->large_size;
                 }
-                scan(base, base + len);
+                scan_obj(base, base + len);
             }
             i += run - 1;
         }
@@ -675,7 +720,7 @@ static void scan_written(uintptr_t lo, uintptr_t hi, size_t used, size_t *done) 
                     mark_state.obj_size = hp->large_size;
                 }
                 if (from < to)
-                    scan(from, to);
+                    scan_obj(from, to);
             }
         }
         a = next;
@@ -707,7 +752,7 @@ static void held_read_one(uint64_t note, size_t used) {
         mark_state.obj_size = len;
         mark_state.obj_freed = true;
     }
-    scan(lo, lo + len);
+    scan_obj(lo, lo + len);
     mark_state.obj_freed = false;
 }
 
@@ -1836,7 +1881,7 @@ static void say_no_snapshot(int why) {
         fmt_str(&f, "a seccomp filter is on, and it might kill a process that makes a child");
     else if (why == SNAP_NOT_COPIED)
         fmt_str(&f, "the program keeps memory that a child does not get as it is: "
-                    "MADV_DONTFORK or MADV_WIPEONFORK");
+                    "MADV_DONTFORK, MADV_WIPEONFORK or shared memory mapped over its heap");
     else {
         fmt_str(&f, "no child process could be made, errno ");
         fmt_i64(&f, -why);
