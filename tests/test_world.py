@@ -134,6 +134,21 @@ def test_a_thread_parked_by_stops_back_to_back_takes_each_signal(runner, how):
     assert_same_output(res, expected)
 
 
+@pytest.mark.parametrize("mark", ["stop", "auto"])
+def test_setuid_reaches_every_thread_past_the_second_park_signal(runner, mark):
+    """A thread made with every signal blocked (pthread_attr_setsigmask_np) is parked with
+    glibc's SIGSETXID, whose handler Oscar then stands in front of; setuid in the program
+    (glibc sends SIGSETXID to each thread to change its ids) still reaches every thread, as
+    under glibc."""
+    expected = runner.glibc_once("setuid_second_signal")
+    if expected.stdout == "not root\n":
+        pytest.skip("needs root (setuid to nobody)")
+    env = {"OSCAR_MODE": "protect", "OSCAR_QUARANTINE_FLOOR_KIB": "2",
+           "OSCAR_QUARANTINE_SHARE": "0", "OSCAR_MARK": mark}
+    res = runner.oscar("setuid_second_signal", env=env, timeout=60)
+    assert_same_output(res, expected)
+
+
 def test_a_send_to_another_thread_is_not_starved_by_stops(runner):
     """The program sends SIGPWR to a waiting thread 1000 times while two threads free (protect
     mode, a 2 KiB floor: Oscar's stops back to back). A send to another thread takes the world

@@ -70,7 +70,7 @@
  * Types (where declared)
  *   oscar_api_v1 (base/api_abi.h), fmt (base/fmt.h), lock_rank (base/lock.h),
  *   option_id (base/options.h), stat_id (base/stats.h), msg_id (base/messages.h),
- *   os_call_kind, os_dirent (os/os.h), os_kept (os/kept.h), os_kheld (os/kheld.h),
+ *   os_call_kind, os_dirent, os_ksigaction (os/os.h), os_kept (os/kept.h), os_kheld (os/kheld.h),
  *   os_nopark (os/nopark.h),
  *   os_giveway (os/giveway.h), wtrack, wtrack_run (os/wtrack.h), cow_child, cow_chan (os/cowchild.h),
  *   region, region_hooks, page_kind (mem/region.h), span, span_state, canon (mem/canon.h),

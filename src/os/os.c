@@ -737,6 +737,10 @@ int os_tgkill(int pid, long tid, int sig) {
     return err_of(sys6(SYS_tgkill, pid, tid, sig, 0, 0, 0));
 }
 
+int os_ksigaction(int sig, const struct os_ksigaction *act, struct os_ksigaction *old) {
+    return (int)sys6(SYS_rt_sigaction, sig, (long)act, (long)old, 8, 0, 0);
+}
+
 int os_sigtake(int sig, siginfo_t *si) {
     uint64_t set = 1ull << (sig - 1);
     struct timespec none = {0, 0};

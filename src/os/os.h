@@ -213,6 +213,16 @@ int os_sigpending(uint64_t *set);
 /* Take signal sig if it is pending for this thread (or the process), blocked or not, without
  * running a handler (rt_sigtimedwait, no wait): sig with its siginfo, or 0 when none is. */
 int os_sigtake(int sig, siginfo_t *si);
+/* The kernel's struct sigaction (rt_sigaction), for the signals glibc keeps to itself (its
+ * sigaction refuses them): handler, flags, restorer, mask. */
+struct os_ksigaction {
+    void (*handler)(int, siginfo_t *, void *);
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+/* rt_sigaction(sig, act, old) by the raw system call: 0 or -errno. */
+int os_ksigaction(int sig, const struct os_ksigaction *act, struct os_ksigaction *old);
 /* Copy n bytes at addr of this process into dst, a fault there being EFAULT rather than a
  * signal (process_vm_readv): for memory that may be unreadable (execute-only code). 0 or
  * an errno (EFAULT; EPERM or ENOSYS where a filter or the kernel refuses the call). */

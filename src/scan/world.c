@@ -53,6 +53,16 @@
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 #define WORLD_HASH (2 * WORLD_MAX) /* tid -> slot, open addressing */
+/* The second park signal: glibc's SIGSETXID, its signal for setuid and its kind across
+ * threads, which glibc keeps open in every mask it sets (its sigfillset, sigprocmask and
+ * pthread_sigmask leave it out) and never hands to the program. A thread that blocks the
+ * park signal does not block this one unless by a raw system call: glibc's own helper
+ * threads (timer_create's SIGEV_THREAD, mq_notify, aio, getaddrinfo_a), a thread made with
+ * pthread_attr_setsigmask_np, or after setcontext with a full mask. Without it, no stop could
+ * park such a thread, and no mark ever ran again (2.2 GiB where glibc used 1 MiB:
+ * protect_blocked_by_libc). */
+#define SECOND_SIG 33
+#define SECOND_TIDS 16
 #define WORLD_TIMEOUT_NS 1000000000ull
 
 enum { SLOT_ASKED, SLOT_PARKED, SLOT_GONE };
@@ -60,6 +70,7 @@ enum { SLOT_ASKED, SLOT_PARKED, SLOT_GONE };
 struct slot {
     _Atomic int state; /* SLOT_*: written by the parked thread (PARKED) or the stopper */
     uint32_t epoch;    /* the stop that asked (the parked thread waits for its resume) */
+    bool second;       /* asked with the second park signal too (the stopper) */
     struct world_thread t;
 };
 
@@ -110,6 +121,13 @@ static struct {
      * heap for the stopper while the world is stopped); 0: a free entry. Set by each helper
      * for itself (atomic: a stopper may be listing threads meanwhile). */
     _Atomic int32_t exempt[WORLD_EXEMPT_MAX];
+    int sig2;                  /* the second park signal (SECOND_SIG), 0 where not installed
+                                * (set once by world_init) */
+    struct os_ksigaction glibc2; /* glibc's action for it, which ours hands its own to */
+    /* Threads the last stops asked with the second signal: asked with it at once in the next
+     * ones (no 50 ms wait first; the stopper, under the world lock) */
+    int32_t second_tids[SECOND_TIDS];
+    unsigned second_next;      /* where the next one goes in second_tids (the same) */
 } world_state = {.lock = OSCAR_LOCK_INIT(WORLD), .sig = SIGPWR};
 
 /* The stopper's buffers, apart from world_state (a zero table in .bss, not in .data with
@@ -141,6 +159,7 @@ static struct slot *add(int32_t tid) {
     s->t.tid = tid;
     s->t.proc_tid = tid; /* (ask_new sets another where /proc's namespace is not ours) */
     s->epoch = atomic_load_explicit(&world_state.epoch, memory_order_relaxed);
+    s->second = false;
     atomic_store_explicit(&s->state, SLOT_ASKED, memory_order_relaxed);
     size_t h = hash_of(tid);
     while (atomic_load_explicit(&world_state.hash[h], memory_order_relaxed))
@@ -370,6 +389,46 @@ static void on_park(int sig, siginfo_t *si, void *ucv) {
     errno = saved;
 }
 
+/* The second park signal's handler: a request of ours parks the thread as on_park does (it
+ * takes nothing else: a pending SIGSETXID is glibc's); anything else is glibc's, handed to
+ * its handler. Locks: none (as on_park). */
+static void on_park_second(int sig, siginfo_t *si, void *ucv) {
+    if (!os_is_request(si, world_state.cookie)) {
+        world_state.glibc2.handler(sig, si, ucv);
+        return;
+    }
+    int saved = errno;
+    uint64_t entered = entered_at(ucv);
+    struct slot *s = NULL;
+    if (atomic_load_explicit(&world_state.stopping, memory_order_acquire))
+        s = lookup((int32_t)os_gettid());
+    if (s && atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_ASKED) {
+        atomic_fetch_add_explicit(&world_state.draining, 1, memory_order_relaxed);
+        park(s, ucv);
+        atomic_fetch_sub_explicit(&world_state.draining, 1, memory_order_release);
+    }
+    note_cut(ucv, entered);
+    errno = saved;
+}
+
+/* Stands in front of glibc's handler of SECOND_SIG, with on_park's mask and flags and glibc's
+ * restorer. glibc installs its handler once the process has a second thread: until then
+ * (or where it has none) left alone, world_state.sig2 still 0, and tried again when a thread
+ * blocks the park signal (ask_second). Locks: the world lock. */
+static void install_second(void) {
+    struct os_ksigaction old, act;
+    if (os_ksigaction(SECOND_SIG, NULL, &old) != 0 || !(old.flags & SA_SIGINFO) ||
+        !(old.flags & 0x04000000 /* SA_RESTORER */) || !old.restorer)
+        return;
+    act = old;
+    act.handler = on_park_second;
+    act.flags = old.flags | SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    act.mask = world_state.handler_mask;
+    world_state.glibc2 = old;
+    if (os_ksigaction(SECOND_SIG, &act, NULL) == 0)
+        world_state.sig2 = SECOND_SIG;
+}
+
 /* The tables, mapped once (the world lock held). 0 or -errno. */
 static int map_tables(void) {
     if (world_state.slots)
@@ -428,6 +487,7 @@ int world_init(void) {
             err = errno;
         } else {
             fault_hold(world_state.sig);
+            install_second();
             os_nopark_cookie = world_state.cookie;
             os_nopark_signal = world_state.sig;
             atomic_store(&world_state.pid, os_getpid());
@@ -439,6 +499,7 @@ int world_init(void) {
 }
 
 int world_park_signal(void) { return world_state.sig; }
+int world_second_park_signal(void) { return SECOND_SIG; }
 
 void world_unblockable(sigset_t *set) {
     if (set)
@@ -564,6 +625,10 @@ void world_exempt_clear(void) {
     }
 }
 
+static bool blocks_park(long proc_tid);
+static bool asked_second_before(int32_t tid);
+static bool ask_second(int pid, struct slot *s);
+
 /* Asks thread tid to park, unless it is the caller, an exempt one or asked already in this
  * epoch. 1 if asked, 0 if not, -EAGAIN when the table is full. */
 static long ask(int pid, long self, long tid) {
@@ -578,6 +643,8 @@ static long ask(int pid, long self, long tid) {
     if (err == ESRCH || err == EPERM) {
         atomic_store(&s->state, SLOT_GONE);
         atomic_fetch_sub(&world_state.nexpect, 1);
+    } else if (!err && asked_second_before((int32_t)tid) && blocks_park(tid)) {
+        ask_second(pid, s); /* (at once: it blocked the park signal in the last stops too) */
     }
     /* EPERM: the program's seccomp filter would kill for the request (os/filters.h), so no
      * thread can be asked: the stop fails now rather than at its deadline. */
@@ -814,6 +881,34 @@ static bool leader_gone(int pid) {
     return true;
 }
 
+/* Was tid asked with the second park signal by an earlier stop? */
+static bool asked_second_before(int32_t tid) {
+    for (int i = 0; i < SECOND_TIDS; i++)
+        if (world_state.second_tids[i] == tid)
+            return true;
+    return false;
+}
+
+/* Slot s's thread blocks the park signal (blocks_park, whose reading of its status is in
+ * world_buf_state): asks it with the second one (SECOND_SIG), unless it blocks that too.
+ * true: asked (now or before), wait for it. */
+static bool ask_second(int pid, struct slot *s) {
+    if (s->second)
+        return true;
+    uint64_t mask;
+    if (!world_state.sig2)
+        install_second();
+    if (!world_state.sig2 || !status_mask("SigBlk:", &mask) ||
+        (mask >> (world_state.sig2 - 1) & 1))
+        return false;
+    if (os_send_request(pid, s->t.tid, world_state.sig2, world_state.cookie) != 0)
+        return false;
+    s->second = true;
+    if (!asked_second_before(s->t.tid))
+        world_state.second_tids[world_state.second_next++ % SECOND_TIDS] = s->t.tid;
+    return true;
+}
+
 /* Waits until every asked thread has parked or gone. 0, -ETIMEDOUT at the deadline, or
  * -EAGAIN (a thread blocks the park signal). */
 static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
@@ -837,12 +932,13 @@ static int wait_parked(int pid, uint64_t start, uint64_t deadline) {
                     (s->t.tid == pid && leader_gone(pid))) {
                     if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_GONE))
                         atomic_fetch_sub(&world_state.nexpect, 1);
-                } else if (check_masks && blocks_park(s->t.proc_tid) &&
-                           atomic_load(&s->state) == SLOT_ASKED) {
+                } else if ((check_masks || asked_second_before(s->t.tid)) &&
+                           blocks_park(s->t.proc_tid) && atomic_load(&s->state) == SLOT_ASKED) {
                     /* (Not sooner, even for a thread that blocked it last time: fork tries
                      * three stops, and one that waits may see the thread unblock it;
                      * fork_stop_gives_up.) */
-                    return -EAGAIN;
+                    if (!ask_second(pid, s))
+                        return -EAGAIN;
                 }
             }
             if (now > deadline)

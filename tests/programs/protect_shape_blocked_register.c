@@ -5,8 +5,12 @@
  * blocked every signal with the raw system call (Oscar's wrappers keep the park signal
  * unblocked; this does not go through them): it cannot be parked, so no mark may hand the
  * object out (they give up instead, and wait before they try again: no free may wait for the
- * 50 ms a failed stop takes each time), and once it is gone, marks go on. See
+ * 50 ms a failed stop takes each time), and once it is gone, marks go on. "attrmask": the
+ * thread is made with every signal blocked by pthread_attr_setsigmask_np (glibc sets that mask
+ * itself, not through Oscar's wrappers, but keeps its own signals open): Oscar's second park
+ * signal parks it (before, no mark could stop the world, and none ran again). See
  * protect_common.h. */
+#define _GNU_SOURCE
 #include "protect_common.h"
 #include <pthread.h>
 #include <signal.h>
@@ -14,7 +18,7 @@
 #include <unistd.h>
 
 static int pipe_go[2], pipe_ready[2];
-static int block_all;
+static int block_all, attr_mask;
 
 static void *thread_main(void *arg) {
     uintptr_t masked = (uintptr_t)arg;
@@ -55,12 +59,21 @@ int main(int argc, char **argv) {
     protect_test_init(argc, argv);
     for (int i = 1; i < argc; i++)
         block_all |= strcmp(argv[i], "sigblock") == 0;
+    for (int i = 1; i < argc; i++)
+        attr_mask |= strcmp(argv[i], "attrmask") == 0;
     pipe(pipe_go);
     pipe(pipe_ready);
     uintptr_t m = make_object();
     pthread_t t;
     char c = 0;
-    pthread_create(&t, NULL, thread_main, (void *)m);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (attr_mask) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_attr_setsigmask_np(&attr, &all);
+    }
+    pthread_create(&t, &attr, thread_main, (void *)m);
     read(pipe_ready[0], &c, 1);
     free_object(m);
     clear_stack();
