@@ -7,11 +7,28 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define CHAN_BYTES ((sizeof(struct cow_chan) + 4095) & ~(size_t)4095)
 #define NAP_NS (20 * 1000 * 1000) /* how often a waiting parent looks whether the child died */
+#define CLOSE_WAIT_NS (200 * 1000 * 1000) /* the most the parent waits for the child's closes */
+
+/* The child's copies of the program's descriptors, closed: while it held them, a descriptor
+ * the program closed stayed open underneath (a flock lock held, no end of file at a pipe's
+ * reader, a port that could not be bound again: snapshot_keeps_descriptors). */
+static void close_copies(void) {
+    if (os_syscall(SYS_close_range, 0, ~0u, 0, 0, 0) == 0)
+        return;
+    struct rlimit64 lim; /* (Linux < 5.9: one at a time) */
+    long n = os_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&lim, 0) == 0 &&
+                     lim.rlim_cur < 65536
+                 ? (long)lim.rlim_cur
+                 : 65536;
+    for (long fd = 0; fd < n; fd++)
+        os_syscall(SYS_close, fd, 0, 0, 0, 0);
+}
 
 int cow_child_start(struct cow_child *c, const char *name) {
     int err;
@@ -28,10 +45,19 @@ int cow_child_start(struct cow_child *c, const char *name) {
     }
     c->ch = ch;
     if (r > 0) {
+        /* The program goes on once the child holds none of its descriptors. */
         c->pid = (int)r;
+        uint64_t t0 = os_monotonic_ns();
+        while (!atomic_load_explicit(&ch->closed, memory_order_acquire) &&
+               !os_child_gone(c->pid) && os_monotonic_ns() - t0 < CLOSE_WAIT_NS)
+            os_futex_wait_shared(&ch->closed, 0, 1000000);
         return 1;
     }
-    /* The child. Dies with the thread that made it; if that is gone already, leaves. */
+    /* The child. Holds no descriptor of the program's; dies with the thread that made it; if
+     * that is gone already, leaves. */
+    close_copies();
+    atomic_store_explicit(&ch->closed, 1, memory_order_release);
+    os_futex_wake_shared(&ch->closed, 1);
     os_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (os_syscall(SYS_getppid, 0, 0, 0, 0, 0) != parent)
         cow_child_exit(1);

@@ -27,6 +27,7 @@ struct cow_chan {
     _Atomic uint32_t sent;  /* batches the child published */
     _Atomic uint32_t taken; /* batches the parent took */
     uint32_t n, last;       /* the batch's words; it is the last */
+    _Atomic uint32_t closed; /* futex: the child closed its copies of the descriptors */
     uint64_t words[COW_WORDS];
 };
 
