@@ -628,6 +628,20 @@ def test_snapshot_children_hold_no_descriptor_of_the_program(runner, tmp_path):
     assert s["scan_snapshot_rounds"] >= 20, scan_figures(s)
 
 
+@pytest.mark.parametrize("mark", sorted(MARKS))
+def test_reallocs_that_move_call_for_marks(runner, tmp_path, mark):
+    """A block realloc'd between 64 bytes and 3 MB 20,000 times: each move frees the old copy,
+    and marks run for it as for a free (default settings but the mark's kind), so the peak
+    resident memory stays under 256 MiB, as under glibc (1 MiB). Before, realloc never
+    called for a mark: 1 mark, 7.7 GB quarantined, 529 MB resident."""
+    expected = runner.glibc_once("protect_realloc_marks")
+    env = dict(PROTECT, OSCAR_STATS_FILE=str(tmp_path / "stats.json"), **MARKS[mark])
+    res = runner.oscar("protect_realloc_marks", env=env, timeout=120)
+    assert_same_output(res, expected)
+    s = json.loads((tmp_path / "stats.json").read_text())
+    assert s["scan_rounds"] >= 20, scan_figures(s)
+
+
 def test_own_bookkeeping_is_no_root(runner):
     """Oscar's metadata (here its thread registry, which records the end of a thread's
     altstack: the address of the freed block right after it) is not scanned as a root."""

@@ -1017,15 +1017,16 @@ size_t ph_usable_size(void *p, int who) {
     return f.slot_bytes;
 }
 
-void *ph_realloc(void *p, size_t size) {
+void *ph_realloc(void *p, size_t size, bool *mark) {
     uintptr_t a = (uintptr_t)p;
+    *mark = false;
     struct found f;
     if (!find(a, &f) || f.start != a || f.state != PHS_LIVE)
         bad_pointer(a, CALL_REALLOC);
     if (ph_tc->state == TC_LIVE)
         ph_tc->n_realloc++;
     if (size == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
-        ph_free(p, CALL_REALLOC);
+        *mark = ph_free(p, CALL_REALLOC);
         return NULL;
     }
     /* Same class, or shrinking a little: keep the address, record the new size. */
@@ -1060,7 +1061,7 @@ void *ph_realloc(void *p, size_t size) {
                                   slot_word(PHS_LIVE, g.slot_bytes - size), memory_order_relaxed);
     }
     memcpy(q, p, f.slot_bytes < size ? f.slot_bytes : size);
-    ph_free(p, CALL_REALLOC);
+    *mark = ph_free(p, CALL_REALLOC);
     return q;
 }
 

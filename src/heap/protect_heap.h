@@ -112,7 +112,9 @@ int protect_heap_init(void);
 void *ph_malloc(size_t size);
 void *ph_aligned(size_t size, size_t align);
 void *ph_calloc(size_t size);
-void *ph_realloc(void *p, size_t size);
+/* *mark: the old object went to the quarantine and a mark is due, as ph_free says (the
+ * caller marks: the frames above the mark are roots). */
+void *ph_realloc(void *p, size_t size, bool *mark);
 /* who: enum report_caller. True: a mark is due (the caller runs it, from as shallow a stack
  * as it can: the frames below it are roots). */
 /* The program changed the protection or the mapping of [addr, addr + len) (mprotect without
