@@ -29,14 +29,17 @@ def test_child_uaf_not_caught_under_glibc(runner):
     assert res.returncode == 0 and "child exited 0" in res.stdout, res.describe()
 
 
+@pytest.mark.parametrize("how", ["", "attrmask"])
 @pytest.mark.parametrize("guards", ["0", "1"])
-def test_fork_never_parks_a_free_between_entry_and_revocation(runner, guards):
+def test_fork_never_parks_a_free_between_entry_and_revocation(runner, guards, how):
     """A fork that parked a freeing thread after its page's entry said "revoked" but before the
     revoking call left that page, in the child, mapped onto the parent's heap (73-80 children of
     100 with the window widened by OSCAR_TEST_REVOKE_SPIN_US). The thread now parks only once the
-    call returned (os/nopark.h). Without guard markers (the mmap path) and with them."""
+    call returned (os/nopark.h). Without guard markers (the mmap path) and with them; and a
+    thread made with every signal blocked (attrmask), parked by the second park signal, which
+    waited for no stretch's end at first."""
     env = {"OSCAR_GUARDS": guards, "OSCAR_TEST_REVOKE_SPIN_US": "50"}
-    res = runner.oscar("fork_revoke_window", "100", env=env, timeout=120)
+    res = runner.oscar("fork_revoke_window", "100", *([how] if how else []), env=env, timeout=120)
     assert res.returncode == 0, res.describe()
     v = parse_values(res.stdout)
     assert v.get("forks") == 100 and v.get("bad") == 0, res.describe()

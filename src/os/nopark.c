@@ -11,8 +11,9 @@ uint64_t os_nopark_spin_ns;
 /* The request noted inside the stretch: ask again, now that the thread may park. (If the stop
  * that asked gave up meanwhile, the handler drops the late request, as any late one.) */
 void os_nopark_repark(void) {
+    int sig = os_nopark_tls.due > 1 ? os_nopark_tls.due : os_nopark_signal;
     os_nopark_tls.due = 0;
     atomic_signal_fence(memory_order_seq_cst);
-    if (os_nopark_signal)
-        os_send_request(os_getpid(), os_gettid(), os_nopark_signal, os_nopark_cookie);
+    if (sig)
+        os_send_request(os_getpid(), os_gettid(), sig, os_nopark_cookie);
 }

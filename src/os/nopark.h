@@ -17,7 +17,8 @@
 
 struct os_nopark {
     int depth; /* stretches entered and not left */
-    int due;   /* a park request arrived inside one */
+    int due;   /* a park request arrived inside one: by the park signal (1) or the second
+                * one (its number: os_nopark_defer_second) */
 };
 extern __thread struct os_nopark os_nopark_tls __attribute__((tls_model("initial-exec")));
 /* The park signal and the cookie of its requests (os_send_request; set once by scan/world.c's
@@ -53,6 +54,14 @@ static inline int os_nopark_defer(void) {
     if (!os_nopark_tls.depth)
         return 0;
     os_nopark_tls.due = 1;
+    return 1;
+}
+/* ... for a request by the second park signal sig (a thread that blocks the first): the
+ * request made again at the stretch's end is by sig. */
+static inline int os_nopark_defer_second(int sig) {
+    if (!os_nopark_tls.depth)
+        return 0;
+    os_nopark_tls.due = sig;
     return 1;
 }
 static inline void os_nopark_parked(void) { os_nopark_tls.due = 0; }

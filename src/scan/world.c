@@ -402,7 +402,8 @@ static void on_park_second(int sig, siginfo_t *si, void *ucv) {
     struct slot *s = NULL;
     if (atomic_load_explicit(&world_state.stopping, memory_order_acquire))
         s = lookup((int32_t)os_gettid());
-    if (s && atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_ASKED) {
+    if (s && atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_ASKED &&
+        !os_nopark_defer_second(sig)) {
         atomic_fetch_add_explicit(&world_state.draining, 1, memory_order_relaxed);
         park(s, ucv);
         atomic_fetch_sub_explicit(&world_state.draining, 1, memory_order_release);

@@ -9,12 +9,16 @@
  * free) in /proc/self/maps: it must not be a mapping of the parent's heap file (the inode of
  * a live object's page in the parent before the fork; in the child that object is on the
  * copy). Prints "shared M", "forks K", "bad B": M and B must be 0 (B: a child that could not
- * tell, or whose live object was not moved onto the copy).
- * usage: fork_revoke_window [FORKS] */
+ * tell, or whose live object was not moved onto the copy). With "attrmask" the freeing
+ * thread is made with every signal blocked (pthread_attr_setsigmask_np): it is parked by the
+ * second park signal, which must wait for the stretch's end too.
+ * usage: fork_revoke_window [FORKS] [attrmask] */
+#define _GNU_SOURCE
 #include "common.h"
 #include "fork_common.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <string.h>
 
 static _Atomic uintptr_t cur;
@@ -63,7 +67,14 @@ int main(int argc, char **argv) {
     if (!heap_ino || !acc)
         return 2; /* (a live object not on a heap file: nothing to tell apart) */
     pthread_t t;
-    pthread_create(&t, NULL, freer, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (argc > 2 && strcmp(argv[2], "attrmask") == 0) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_attr_setsigmask_np(&attr, &all);
+    }
+    pthread_create(&t, &attr, freer, NULL);
     int shared = 0, bad = 0;
     for (int i = 0; i < forks; i++) {
         int fd[2];
