@@ -59,8 +59,9 @@ static struct {
      * mode's heap): set at init, by sample_init, then modes/protect_reports.c (which chains to
      * the first). */
     fault_claim_fn claim_hook;
-    /* fault_hold's signal, 0 for none: set once (world_init), before the stops that send it. */
-    int held;
+    /* fault_hold's signals (bit n - 1 for signal n), 0 for none: set at world_init, before
+     * the stops that send them. */
+    uint64_t held;
 } fault_state = {.program_lock = OSCAR_LOCK_INIT(SIGNAL_HANDLERS)};
 
 static int slot_of(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
@@ -103,9 +104,8 @@ void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, voi
             sigaddset(&mask, n);
     if (!(act->sa_flags & SA_NODEFER))
         sigaddset(&mask, sig);
-    int held = fault_state.held;
-    if (held && sigismember(&mask, held) != 1 && !os_room_for_a_signal())
-        sigaddset(&mask, held);
+    if (fault_state.held && !os_room_for_a_signal()) /* (glibc's sigaddset refuses SIGSETXID) */
+        mask.__val[0] |= fault_state.held;
     os_sigprocmask(SIG_SETMASK, &mask, &old);
     if (act->sa_flags & SA_SIGINFO)
         act->sa_sigaction(sig, si, uc);
@@ -253,8 +253,8 @@ static void install(struct sigaction *old_segv, struct sigaction *old_bus) {
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    if (fault_state.held) /* (a park's frame below ours could overflow an alternate stack) */
-        sigaddset(&sa.sa_mask, fault_state.held);
+    sa.sa_mask.__val[0] |= fault_state.held; /* (a park's frame below ours could overflow an
+                                                * alternate stack) */
     __sigaction(SIGSEGV, &sa, old_segv);
     __sigaction(SIGBUS, &sa, old_bus);
 }
@@ -265,7 +265,7 @@ void fault_init(void) {
 }
 
 void fault_hold(int sig) {
-    fault_state.held = sig;
+    fault_state.held |= 1ull << (sig - 1);
     if (atomic_load(&fault_state.installed))
         install(NULL, NULL);
 }

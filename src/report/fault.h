@@ -16,8 +16,8 @@ int fault_program_sigaction(int sig, const struct sigaction *act, struct sigacti
  * (the interrupted code's, its sa_mask, its signal); the held signal (fault_hold) stays
  * blocked if it was, or if there is no room for its frame below. */
 void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc);
-/* The stop-the-world's park signal (scan/world.c): blocked by the kernel as the fault
- * handler starts, and while a program's handler that it runs has no room on its alternate
+/* The stop-the-world's park signals (scan/world.c; once for each): blocked by the kernel as
+ * the fault handler starts, and while a program's handler that it runs has no room on its alternate
  * signal stack for another signal frame (the park's would not fit there: the kernel kills
  * the process). */
 void fault_hold(int sig);

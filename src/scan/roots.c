@@ -849,10 +849,13 @@ static void recover(void *uc) {
     if (jb) {
         guard = NULL;
         guard_fault_at = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_CR2];
-        /* The fault handler holds the park signal back (fault_hold): as it was before. */
-        int park = world_park_signal();
-        if (sigismember(&((ucontext_t *)uc)->uc_sigmask, park) != 1)
+        /* The fault handler holds the park signals back (fault_hold): as they were before. */
+        uint64_t was = ((ucontext_t *)uc)->uc_sigmask.__val[0];
+        int park = world_park_signal(), second = world_second_park_signal();
+        if (!(was >> (park - 1) & 1))
             os_unblock_signal(park);
+        if (!(was >> (second - 1) & 1))
+            os_unblock_signal(second);
         siglongjmp(*jb, 1);
     }
 }

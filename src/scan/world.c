@@ -488,6 +488,7 @@ int world_init(void) {
             err = errno;
         } else {
             fault_hold(world_state.sig);
+            fault_hold(SECOND_SIG);
             install_second();
             os_nopark_cookie = world_state.cookie;
             os_nopark_signal = world_state.sig;
