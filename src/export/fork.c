@@ -320,8 +320,13 @@ OSCAR_EXPORT pid_t _Fork(void) {
         errno = ENOSYS;
         return -1;
     }
-    if (!fork_state.registered) /* protect mode: its heap is private memory, copied by the kernel */
-        return fn();
+    if (!fork_state.registered) { /* protect mode: its heap is private memory, copied by the
+                                   * kernel; the child's world is its own (its pid) */
+        pid_t pid = fn();
+        if (pid == 0)
+            world_fork_child();
+        return pid;
+    }
     prepare();
     pid_t pid = fn();
     if (pid == 0)

@@ -87,6 +87,10 @@ static void fork_child(void) {
         ph_fork_child();
         mark_fork_child();
     }
+    /* The child is a process of its own: without this its world kept the parent's pid, took
+     * itself for a vfork child, and an exec went ahead of a stop's request, which killed the
+     * new image (exec_during_first_mark). */
+    world_fork_child();
     mqlog_fork_child();
     stats_add(STAT_FORKS, 1);
 }

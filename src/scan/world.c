@@ -526,9 +526,10 @@ int world_program_sigaction(const struct sigaction *act, struct sigaction *old) 
 /* Locks: the world lock, for a send to another thread (taken with every signal blocked but
  * faults: no handler of the program's runs while it is held; while it waits, the signals are
  * open, so a stop in progress parks this thread). */
-void world_program_send_begin(bool self, struct world_send *w) {
+/* world_program_send_begin; before world_init too where `always` (an exec). */
+static void send_begin(bool self, struct world_send *w, bool always) {
     w->active = w->locked = false;
-    if (!atomic_load(&world_state.ready))
+    if (!always && !atomic_load(&world_state.ready))
         return;
     w->active = true;
     sigset_t block;
@@ -558,11 +559,24 @@ void world_program_send_begin(bool self, struct world_send *w) {
     }
 }
 
+void world_program_send_begin(bool self, struct world_send *w) { send_begin(self, w, false); }
+
+/* The process that loaded Oscar (before any world_init: an exec then must still tell a vfork
+ * child, whose lock is its parent's, from the process itself). */
+__attribute__((constructor)) static void note_pid(void) {
+    if (!atomic_load(&world_state.pid))
+        atomic_store(&world_state.pid, os_getpid());
+}
+
+/* The lock is taken even before world_init: another thread's first mark may be starting
+ * the world (world_init, then its first stop, which asks this thread). An exec that went
+ * ahead while it did took its request into the new image, which died of SIGPWR
+ * (exec_during_first_mark: 63-95 children of 300). */
 bool world_exec_begin(struct world_send *w) {
     w->active = w->locked = false;
     if (exec_holding || os_getpid() != atomic_load_explicit(&world_state.pid, memory_order_relaxed))
         return false; /* (a nested exec, or a vfork child: its parent's lock is not its own) */
-    world_program_send_begin(false, w);
+    send_begin(false, w, true);
     if (!w->locked)
         return false;
     exec_holding = true;
