@@ -88,10 +88,8 @@ static void counted(int sig, siginfo_t *si, void *uc) {
      * let it in where its frame fits below, as the program's handler runs. */
     int park = world_park_signal();
     if ((flags & SA_ONSTACK) && sig != park &&
-        sigismember(&((ucontext_t *)uc)->uc_sigmask, park) != 1 && os_room_for_a_signal()) {
-        os_unblock_signal(park);
-        os_unblock_signal(world_second_park_signal());
-    }
+        sigismember(&((ucontext_t *)uc)->uc_sigmask, park) != 1 && os_room_for_a_signal())
+        os_unblock_signals(world_park_mask());
     if (flags & SA_SIGINFO)
         action(sig, si, uc);
     else
@@ -128,14 +126,9 @@ static int program_sigaction(int sig, const struct sigaction *act, struct sigact
         /* A stop's park signal must not land on an alternate stack with no room for its
          * frame (the kernel kills the process): the kernel blocks it as such a handler
          * starts, and counted lets it in where it fits (altstack_handler_during_marks). */
-        if (act->sa_flags & SA_ONSTACK) {
-            sigaddset(&k.sa_mask, world_park_signal());
-            /* ... nor the second one's (glibc's sigaddset refuses its own signals: the bit
-             * by hand; glibc's setuid then waits for the handler to return) */
-            unsigned second = (unsigned)world_second_park_signal() - 1;
-            k.sa_mask.__val[second / (8 * sizeof(unsigned long))] |=
-                1ul << (second % (8 * sizeof(unsigned long)));
-        }
+        if (act->sa_flags & SA_ONSTACK) /* (both: glibc's sigaddset refuses the second, its
+                                          * own SIGSETXID; its setuid waits for the handler) */
+            k.sa_mask.__val[0] |= world_park_mask();
         struct sigaction before = signal_state.program[sig];
         signal_state.program[sig] = *act; /* (before the kernel can call counted) */
         r = __sigaction(sig, &k, &was);

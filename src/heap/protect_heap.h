@@ -115,12 +115,12 @@ void *ph_calloc(size_t size);
 /* *mark: the old object went to the quarantine and a mark is due, as ph_free says (the
  * caller marks: the frames above the mark are roots). */
 void *ph_realloc(void *p, size_t size, bool *mark);
-/* who: enum report_caller. True: a mark is due (the caller runs it, from as shallow a stack
- * as it can: the frames below it are roots). */
 /* The program changed the protection or the mapping of [addr, addr + len) (mprotect without
  * read access, pkey_mprotect, mmap MAP_FIXED, MADV_GUARD_INSTALL): the heap pages it overlaps
  * may fault when read, and are marked foreign (struct ph_page). True if it overlaps the heap. */
 bool ph_note_foreign(uintptr_t addr, size_t len);
+/* who: enum report_caller. True: a mark is due (the caller runs it, from as shallow a stack
+ * as it can: the frames below it are roots). */
 bool ph_free(void *p, int who);
 size_t ph_usable_size(void *p, int caller);
 

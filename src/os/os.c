@@ -834,9 +834,8 @@ int os_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
     return err_of(sys6(SYS_rt_sigprocmask, how, (long)set, (long)old, 8, 0, 0));
 }
 
-void os_unblock_signal(int sig) {
-    uint64_t one = 1ull << (sig - 1);
-    sys6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&one, 0, 8, 0, 0);
+void os_unblock_signals(uint64_t signals) {
+    sys6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&signals, 0, 8, 0, 0);
 }
 
 int os_mincore(void *addr, size_t len, unsigned char *vec) {

@@ -204,9 +204,9 @@ static inline bool os_is_handler(const struct sigaction *a) {
 }
 /* rt_sigprocmask as is: no signal removed from set (the caller does that). */
 int os_sigprocmask(int how, const sigset_t *set, sigset_t *old);
-/* Unblock one signal for the calling thread (8 bytes of stack: for handlers on small
- * alternate stacks). */
-void os_unblock_signal(int sig);
+/* Unblock signals (bit n - 1 for signal n) for the calling thread, in one system call (8 bytes
+ * of stack: for handlers on small alternate stacks). */
+void os_unblock_signals(uint64_t signals);
 int os_mincore(void *addr, size_t len, unsigned char *vec);
 /* The signals pending for this thread or the process, as the kernel's 64-bit set. */
 int os_sigpending(uint64_t *set);

@@ -264,8 +264,8 @@ void fault_init(void) {
     atomic_store(&fault_state.installed, 1);
 }
 
-void fault_hold(int sig) {
-    fault_state.held |= 1ull << (sig - 1);
+void fault_hold(uint64_t signals) {
+    fault_state.held = signals;
     if (atomic_load(&fault_state.installed))
         install(NULL, NULL);
 }

@@ -16,11 +16,11 @@ int fault_program_sigaction(int sig, const struct sigaction *act, struct sigacti
  * (the interrupted code's, its sa_mask, its signal); the held signal (fault_hold) stays
  * blocked if it was, or if there is no room for its frame below. */
 void fault_call_handler(const struct sigaction *act, int sig, siginfo_t *si, void *uc);
-/* The stop-the-world's park signals (scan/world.c; once for each): blocked by the kernel as
- * the fault handler starts, and while a program's handler that it runs has no room on its alternate
- * signal stack for another signal frame (the park's would not fit there: the kernel kills
- * the process). */
-void fault_hold(int sig);
+/* The stop-the-world's park signals (scan/world.c's world_park_mask): blocked by the kernel
+ * as the fault handler starts, and while a program's handler that it runs has no room on its
+ * alternate signal stack for another signal frame (the park's would not fit there: the
+ * kernel kills the process). */
+void fault_hold(uint64_t signals);
 /* Called first thing on every SIGSEGV/SIGBUS (scan/roots.c's guarded reads): it may jump out
  * of the handler (siglongjmp); when it returns, the fault is handled as usual. */
 void fault_set_recover_hook(void (*hook)(void *uc));

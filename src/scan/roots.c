@@ -850,12 +850,9 @@ static void recover(void *uc) {
         guard = NULL;
         guard_fault_at = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_CR2];
         /* The fault handler holds the park signals back (fault_hold): as they were before. */
-        uint64_t was = ((ucontext_t *)uc)->uc_sigmask.__val[0];
-        int park = world_park_signal(), second = world_second_park_signal();
-        if (!(was >> (park - 1) & 1))
-            os_unblock_signal(park);
-        if (!(was >> (second - 1) & 1))
-            os_unblock_signal(second);
+        uint64_t open = world_park_mask() & ~((ucontext_t *)uc)->uc_sigmask.__val[0];
+        if (open)
+            os_unblock_signals(open);
         siglongjmp(*jb, 1);
     }
 }

@@ -487,8 +487,7 @@ int world_init(void) {
         if (__sigaction(world_state.sig, &sa, &world_state.program) != 0) {
             err = errno;
         } else {
-            fault_hold(world_state.sig);
-            fault_hold(SECOND_SIG);
+            fault_hold(world_park_mask());
             install_second();
             os_nopark_cookie = world_state.cookie;
             os_nopark_signal = world_state.sig;
@@ -501,7 +500,9 @@ int world_init(void) {
 }
 
 int world_park_signal(void) { return world_state.sig; }
-int world_second_park_signal(void) { return SECOND_SIG; }
+uint64_t world_park_mask(void) {
+    return 1ull << (world_state.sig - 1) | 1ull << (SECOND_SIG - 1);
+}
 
 void world_unblockable(sigset_t *set) {
     if (set)

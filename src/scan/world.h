@@ -50,10 +50,11 @@ int world_try_stop(void);
 size_t world_count(void);             /* parked threads (the caller is not one of them) */
 const struct world_thread *world_thread_at(size_t i);
 void world_resume(void);
-int world_park_signal(void);
-/* The second park signal (glibc's SIGSETXID), sent to a thread that blocks the first: a
- * handler of the program's on an alternate stack holds it back as it does the first. */
-int world_second_park_signal(void);          /* the signal number used to park */
+int world_park_signal(void);          /* the signal number used to park */
+/* Both park signals as a mask (bit n - 1 for signal n, as in /proc): SIGPWR and the second,
+ * glibc's SIGSETXID, sent to a thread that blocks the first. What holds one back (the fault
+ * handler, a handler of the program's on an alternate stack) holds both. */
+uint64_t world_park_mask(void);
 /* How many of the calling thread's system calls a park request has cut short: EINTR from a
  * call the kernel does not restart after a handler (poll, epoll_wait, select, nanosleep,
  * pause, sigsuspend...), with no signal of the program's waiting. A wrapper of such a call
